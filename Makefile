@@ -1,0 +1,52 @@
+# rocpath: the two commands a newcomer needs are `make run` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+CACHE_DIR ?= $(HOME)/.cache/rocpath
+# The virtualenv is keyed by what it is built from, so a fresh clone reuses it.
+VENV_KEY := $(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-16)-$(notdir $(PYTHON))
+VENV := $(CACHE_DIR)/venv-$(VENV_KEY)
+BIN := .venv/bin
+
+.PHONY: help venv run test lint fmt check bench clean
+
+help:
+	@echo "make run    install, migrate, start web + worker + beat (Ctrl-C stops all)"
+	@echo "make test   the whole suite (lint, checks, unit + integration tests)"
+	@echo "make lint   ruff check + format check"
+	@echo "make bench  benchmarks of rocpath itself (bench/)"
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rocpath needs Python >= 3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+	@if [ "$$(readlink .venv 2>/dev/null)" != "$(VENV)" ]; then rm -rf .venv; ln -s $(VENV) .venv; fi
+
+run: venv
+	@scripts/run.sh
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: venv
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+check: venv
+	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python manage.py check
+	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python manage.py makemigrations --check --dry-run
+
+test: lint check
+	@scripts/test.sh
+
+bench: venv
+	$(BIN)/python bench/dispatch.py
+
+clean:
+	rm -rf var .venv .pytest_cache

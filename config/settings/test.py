@@ -1,0 +1,19 @@
+"""Test settings: the real PostgreSQL and Redis of the machine unless told otherwise.
+
+Integration tests need the services named in the issue; unit tests share the
+same database so there is only one configuration to keep green.
+"""
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/rocpath")
+os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
+os.environ.setdefault("SECRET_KEY", "test-only-not-secret")
+
+from config.settings.base import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES["staticfiles"] = {  # noqa: F405
+    "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+}
+WHITENOISE_AUTOREFRESH = True

@@ -1,0 +1,84 @@
+from django.contrib import admin
+
+from jobs.models import Artifact, Environment, Job, JobEvent, Measurement
+
+
+class ArtifactInline(admin.TabularInline):
+    model = Artifact
+    extra = 0
+    readonly_fields = ["path", "size", "sha256", "content_type", "description", "created_at"]
+    can_delete = False
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "kind",
+        "team",
+        "project",
+        "status",
+        "launch_type",
+        "created_at",
+        "worker",
+    ]
+    list_filter = ["status", "kind", "launch_type", "team"]
+    search_fields = ["id", "kind", "task_id", "worker", "error"]
+    list_select_related = ["team", "project"]
+    # Status moves only through the state machine (jobs.services), never by editing a row.
+    readonly_fields = [
+        "status",
+        "queued_at",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+        "cancel_requested_at",
+        "progress",
+        "progress_message",
+        "exit_code",
+        "error",
+        "attempt",
+        "worker",
+        "task_id",
+        "environment",
+        "summary",
+        "rerun_of",
+        "created_at",
+    ]
+    raw_id_fields = ["created_by", "project"]
+    inlines = [ArtifactInline]
+
+
+@admin.register(JobEvent)
+class JobEventAdmin(admin.ModelAdmin):
+    list_display = ["id", "job", "kind", "level", "created_at", "message"]
+    list_filter = ["kind", "level"]
+    raw_id_fields = ["job"]
+
+
+@admin.register(Artifact)
+class ArtifactAdmin(admin.ModelAdmin):
+    list_display = ["id", "job", "path", "size", "content_type"]
+    raw_id_fields = ["job"]
+
+
+@admin.register(Environment)
+class EnvironmentAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "hostname",
+        "gpu_vendor",
+        "gpu_model",
+        "gpu_count",
+        "rocm_version",
+        "cuda_version",
+        "last_seen_at",
+    ]
+    search_fields = ["hostname", "gpu_model", "fingerprint"]
+
+
+@admin.register(Measurement)
+class MeasurementAdmin(admin.ModelAdmin):
+    list_display = ["id", "job", "benchmark", "metric", "value", "unit", "better"]
+    list_filter = ["benchmark", "metric"]
+    raw_id_fields = ["job", "environment"]

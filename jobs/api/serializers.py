@@ -1,0 +1,168 @@
+"""API shapes. Validation of what a job may be lives in jobs.services.submit_job."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from jobs.models import Artifact, Environment, Job, JobEvent, Measurement
+from portal.models import AdoptionProject, Team
+
+
+class TeamSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Team
+        fields = ["id", "name", "slug"]
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = AdoptionProject
+        fields = [
+            "id",
+            "team",
+            "name",
+            "codebase_description",
+            "current_platform",
+            "target_gpus",
+            "created_at",
+        ]
+
+
+class EnvironmentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Environment
+        fields = [
+            "id",
+            "fingerprint",
+            "hostname",
+            "cpu_model",
+            "gpu_vendor",
+            "gpu_model",
+            "gpu_arch",
+            "gpu_count",
+            "gpu_driver",
+            "rocm_version",
+            "cuda_version",
+            "image",
+            "image_digest",
+            "first_seen_at",
+            "last_seen_at",
+            "data",
+        ]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    duration_s = serializers.FloatField(read_only=True, allow_null=True)
+    links = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "kind",
+            "params",
+            "team",
+            "project",
+            "created_by",
+            "status",
+            "launch_type",
+            "progress",
+            "progress_message",
+            "requested_hardware",
+            "executor",
+            "image",
+            "timeout_s",
+            "created_at",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "cancel_requested_at",
+            "duration_s",
+            "exit_code",
+            "error",
+            "attempt",
+            "worker",
+            "task_id",
+            "environment",
+            "summary",
+            "rerun_of",
+            "links",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField(child=serializers.CharField()))
+    def get_links(self, job: Job) -> dict[str, str]:
+        return {
+            "self": reverse("api:job-detail", args=[job.pk]),
+            "events": reverse("api:job-events", args=[job.pk]),
+            "artifacts": reverse("api:job-artifacts", args=[job.pk]),
+            "measurements": reverse("api:job-measurements", args=[job.pk]),
+            "cancel": reverse("api:job-cancel", args=[job.pk]),
+            "page": reverse("portal:job-detail", args=[job.pk]),
+        }
+
+
+class JobSubmitSerializer(serializers.Serializer):
+    kind = serializers.CharField(max_length=64)
+    params = serializers.DictField(required=False, default=dict)
+    team = serializers.SlugField(required=False, help_text="team slug; optional with one team")
+    project = serializers.IntegerField(required=False, allow_null=True)
+    hardware = serializers.DictField(required=False, default=dict)
+    timeout_s = serializers.IntegerField(required=False, min_value=1)
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobEvent
+        fields = ["id", "created_at", "kind", "level", "message", "pct", "data"]
+
+
+class EventPageSerializer(serializers.Serializer):
+    events = JobEventSerializer(many=True)
+    next_cursor = serializers.IntegerField()
+    status = serializers.CharField()
+    progress = serializers.FloatField()
+    active = serializers.BooleanField()
+
+
+class ArtifactSerializer(serializers.ModelSerializer):
+    download = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Artifact
+        fields = ["id", "path", "size", "sha256", "content_type", "description", "download"]
+
+    def get_download(self, artifact: Artifact) -> str:
+        return reverse("api:artifact-download", args=[artifact.job_id, artifact.pk])
+
+
+class MeasurementSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Measurement
+        fields = [
+            "id",
+            "job",
+            "environment",
+            "benchmark",
+            "case",
+            "metric",
+            "unit",
+            "value",
+            "samples",
+            "better",
+            "created_at",
+        ]
+
+
+class KindSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    default_timeout_s = serializers.IntegerField()
+    params_schema = serializers.DictField()

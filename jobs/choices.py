@@ -1,0 +1,54 @@
+"""Job statuses, their groups and the moves allowed between them.
+
+"failed" means the tool ran and reported failure; "errored" means we could
+not run it (tool or image missing, timed out, killed, worker lost).
+"""
+
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    ERRORED = "errored", "Errored"
+    CANCELED = "canceled", "Canceled"
+
+
+ACTIVE_STATUSES = frozenset({JobStatus.PENDING, JobStatus.QUEUED, JobStatus.RUNNING})
+TERMINAL_STATUSES = frozenset(
+    {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ERRORED, JobStatus.CANCELED}
+)
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    JobStatus.PENDING: frozenset({JobStatus.QUEUED, JobStatus.CANCELED, JobStatus.ERRORED}),
+    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELED, JobStatus.ERRORED}),
+    JobStatus.RUNNING: frozenset(
+        {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ERRORED, JobStatus.CANCELED}
+    ),
+    JobStatus.SUCCEEDED: frozenset(),
+    JobStatus.FAILED: frozenset(),
+    JobStatus.ERRORED: frozenset(),
+    JobStatus.CANCELED: frozenset(),
+}
+
+
+class LaunchType(models.TextChoices):
+    MANUAL = "manual", "Manual (browser)"
+    API = "api", "API"
+    SCHEDULED = "scheduled", "Scheduled"
+    RERUN = "rerun", "Rerun"
+
+
+class EventKind(models.TextChoices):
+    PROGRESS = "progress", "Progress"
+    LOG = "log", "Log"
+    METRIC = "metric", "Metric"
+    STATUS = "status", "Status change"
+
+
+class Better(models.TextChoices):
+    HIGHER = "higher", "Higher is better"
+    LOWER = "lower", "Lower is better"

@@ -1,0 +1,94 @@
+"""The executor interface: run one job's runner and say how it ended.
+
+An executor knows how to start ``python -m stack run`` somewhere (a local
+process group, a container, ...) and nothing about the database: it talks to
+the caller through an ``ExecutionHooks`` object (stream lines, ask whether to
+cancel, beat). The steps are fixed; engines override the ones they need.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+class ExecutorError(Exception):
+    """The executor could not run the job; ``permanent`` says whether a retry could help."""
+
+    def __init__(self, message: str, *, permanent: bool = True) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What an executor needs to know about a job, without the ORM."""
+
+    job_id: int
+    kind: str
+    workdir: Path  # holds params.json (read-only input) and out/
+    timeout_s: int
+    image: str = ""
+    hardware: dict = field(default_factory=dict)
+    memory_limit_bytes: int | None = None
+
+    @property
+    def params_file(self) -> Path:
+        return self.workdir / "params.json"
+
+    @property
+    def out_dir(self) -> Path:
+        return self.workdir / "out"
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None = None  # None: never started or no code available
+    signal: int | None = None  # set when the runner died of a signal we did not send
+    timed_out: bool = False
+    canceled: bool = False
+    error: str = ""  # infrastructure error (could not start, engine failure)
+    stderr_tail: list[str] = field(default_factory=list)
+
+
+class ExecutionHooks(Protocol):
+    def on_event(self, event: dict) -> None: ...
+    def on_line(self, line: str, stream: str) -> None: ...
+    def should_cancel(self) -> bool: ...
+    def heartbeat(self) -> None: ...
+
+
+def parse_stdout_line(line: str) -> dict | None:
+    """A JSON event object from the runner, or None for any other line."""
+    text = line.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and isinstance(value.get("event"), str) else None
+
+
+class Executor(ABC):
+    name: str = ""
+
+    def prepare(self, spec: JobSpec) -> None:
+        """Make the out folder; engines add their own set-up (pull image, ...)."""
+        spec.out_dir.mkdir(parents=True, exist_ok=True)
+
+    @abstractmethod
+    def execute(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome: ...
+
+    def cleanup(self, spec: JobSpec) -> None:  # noqa: B027 - optional step
+        """Release what execute() left behind (containers, ...)."""
+
+    def run(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
+        self.prepare(spec)
+        try:
+            return self.execute(spec, hooks)
+        finally:
+            self.cleanup(spec)

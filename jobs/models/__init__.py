@@ -1,0 +1,9 @@
+"""Models of the jobs app, one module per concern."""
+
+from jobs.models.artifact import Artifact
+from jobs.models.environment import Environment
+from jobs.models.event import JobEvent
+from jobs.models.job import IllegalTransition, Job
+from jobs.models.measurement import Measurement
+
+__all__ = ["Artifact", "Environment", "IllegalTransition", "Job", "JobEvent", "Measurement"]

@@ -1,0 +1,561 @@
+"""Actions that change jobs: submit, enqueue, run, ingest, cancel, reap.
+
+Views, the CLI, Celery tasks and schedules all come through here, so a job is
+created, queued and concluded the same way whoever launched it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import mimetypes
+import shutil
+import signal
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from jobs.choices import EventKind, JobStatus, LaunchType
+from jobs.executors import ExecutorError, get_executor
+from jobs.executors.base import JobSpec, Outcome
+from jobs.models import Artifact, Environment, IllegalTransition, Job, JobEvent, Measurement
+from portal.access import writable_team_ids
+from portal.models import AdoptionProject, Team
+from stack import contract
+from stack.kinds import KINDS, ParamsError, UnknownKind, validate_params
+
+logger = logging.getLogger(__name__)
+
+MAX_EVENTS_PER_JOB = 20_000
+EVENT_FLUSH_S = 0.25
+
+
+class SubmissionError(Exception):
+    """Bad submission input, as field errors (the API turns it into a 400)."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
+        self.errors = errors
+
+
+# --- paths ---------------------------------------------------------------------
+def job_dir(job_id: int) -> Path:
+    return Path(settings.ARTIFACT_ROOT) / "jobs" / str(job_id)
+
+
+def artifact_file(artifact: Artifact) -> Path:
+    """The artifact's file, refusing any path that would leave the job's out folder."""
+    out = (job_dir(artifact.job_id) / "out").resolve()
+    path = (out / artifact.path).resolve()
+    if not path.is_relative_to(out):
+        raise FileNotFoundError(artifact.path)
+    return path
+
+
+# --- submit --------------------------------------------------------------------
+def submit_job(
+    *,
+    user: Any,
+    kind: str,
+    params: dict | None = None,
+    team: Team | None = None,
+    project: AdoptionProject | None = None,
+    hardware: dict | None = None,
+    timeout_s: int | None = None,
+    launch_type: str = LaunchType.MANUAL,
+    rerun_of: Job | None = None,
+) -> Job:
+    """Validate and create a job; it is queued once the surrounding transaction commits."""
+    errors: dict[str, list[str]] = {}
+    writable = writable_team_ids(user) if user is not None else None
+    if team is None and project is not None:
+        team = project.team
+    if team is None:
+        if writable and len(writable) == 1:
+            team = Team.objects.get(pk=writable[0])
+        else:
+            errors["team"] = ["Choose the team this job belongs to."]
+    elif writable is not None and team.pk not in writable:
+        errors["team"] = ["You cannot submit jobs for this team."]
+    if project is not None and team is not None and project.team_id != team.pk:
+        errors["project"] = ["This project belongs to another team."]
+
+    clean_params: dict = {}
+    try:
+        spec = KINDS.get(kind)
+        if spec is None:
+            raise UnknownKind(kind)
+        clean_params = validate_params(kind, params or {})
+    except UnknownKind:
+        errors["kind"] = [f"Unknown job kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}."]
+        spec = None
+    except ParamsError as exc:
+        errors["params"] = [f"{name}: {msg}" for name, msgs in exc.errors.items() for msg in msgs]
+
+    limit = settings.ROCPATH_JOB_TIMEOUT_MAX_S
+    if timeout_s is not None and not (1 <= timeout_s <= limit):
+        errors["timeout_s"] = [f"Must be between 1 and {limit} seconds."]
+    if hardware is not None and not isinstance(hardware, dict):
+        errors["hardware"] = ["Must be an object."]
+    if errors:
+        raise SubmissionError(errors)
+    assert spec is not None and team is not None
+
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=kind,
+            params=clean_params,
+            team=team,
+            project=project,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            requested_hardware=hardware or {},
+            executor=settings.ROCPATH_EXECUTOR,
+            launch_type=launch_type,
+            rerun_of=rerun_of,
+            timeout_s=min(timeout_s or spec.default_timeout_s, limit),
+        )
+        transaction.on_commit(lambda: enqueue(job.pk))
+    return job
+
+
+def queue_for(job: Job) -> str:
+    """Jobs that ask for particular hardware go to the queue of the workers that have it."""
+    queue = (job.requested_hardware or {}).get("queue")
+    return str(queue) if queue else settings.CELERY_TASK_DEFAULT_QUEUE
+
+
+def enqueue(job_id: int) -> None:
+    from jobs.tasks import run_job
+
+    job = Job.objects.get(pk=job_id)
+    task_id = str(uuid.uuid4())
+    if not job.mark_queued(task_id):
+        return  # canceled before it could be queued
+    try:
+        run_job.apply_async(args=[job.pk], task_id=task_id, queue=queue_for(job))
+    except Exception as exc:  # the broker is down or misconfigured
+        logger.exception("could not enqueue job %s", job.pk)
+        job.fail_to_run(f"could not reach the job queue: {exc}")
+
+
+# --- cancel ----------------------------------------------------------------------
+def cancel_job(job: Job, *, by: str) -> Job:
+    """Cancel a job; a running one is killed by its worker, which then ends it."""
+    for _ in range(3):
+        if job.is_terminal:
+            raise IllegalTransition(f"job {job.pk} already ended ({job.status})")
+        if job.status in (JobStatus.PENDING, JobStatus.QUEUED):
+            if job.cancel(f"canceled by {by}"):
+                _revoke(job.task_id)
+                return job
+        elif job.status == JobStatus.RUNNING:
+            if job.request_cancel():
+                JobEvent.objects.create(
+                    job=job,
+                    kind=EventKind.LOG,
+                    level="warning",
+                    message=f"cancel requested by {by}",
+                )
+            return job
+        job.refresh_from_db()  # moved under us: look again
+    return job
+
+
+def _revoke(task_id: str) -> None:
+    if not task_id:
+        return
+    from config.celery import app
+
+    try:
+        app.control.revoke(task_id)
+    except Exception:  # revoke is an optimisation; the claim check is the guarantee
+        logger.warning("could not broadcast revoke for task %s", task_id, exc_info=True)
+
+
+# --- run -------------------------------------------------------------------------
+@dataclass
+class DatabaseHooks:
+    """Streams the runner's events into JobEvent rows in small batches."""
+
+    job: Job
+    pending: list[JobEvent] = field(default_factory=list)
+    progress: tuple[float, str] | None = None
+    written: int = 0
+    dropped: int = 0
+    last_flush: float = field(default_factory=time.monotonic)
+
+    def _add(self, event: JobEvent) -> None:
+        if self.written + len(self.pending) >= MAX_EVENTS_PER_JOB:
+            self.dropped += 1
+            return
+        self.pending.append(event)
+        if time.monotonic() - self.last_flush >= EVENT_FLUSH_S or len(self.pending) >= 500:
+            self.flush()
+
+    def on_event(self, event: dict) -> None:
+        name = event.get("event")
+        if name == "progress":
+            pct = _number(event.get("pct"), 0.0)
+            pct = max(0.0, min(100.0, pct))
+            message = str(event.get("message", ""))[:500]
+            self.progress = (pct, message)
+            self._add(JobEvent(job=self.job, kind=EventKind.PROGRESS, pct=pct, message=message))
+        elif name == "metric":
+            text = f"{event.get('name')} = {event.get('value')} {event.get('unit', '')}".strip()
+            self._add(JobEvent(job=self.job, kind=EventKind.METRIC, message=text, data=event))
+        else:
+            level = str(event.get("level", "info"))[:16]
+            message = str(event.get("message", ""))
+            self._add(JobEvent(job=self.job, kind=EventKind.LOG, level=level, message=message))
+
+    def on_line(self, line: str, stream: str) -> None:
+        level = "info" if stream == "stdout" else "stderr"
+        self._add(JobEvent(job=self.job, kind=EventKind.LOG, level=level, message=line))
+
+    def should_cancel(self) -> bool:
+        row = Job.objects.filter(pk=self.job.pk).values("status", "cancel_requested_at").first()
+        return row is None or row["status"] != JobStatus.RUNNING or bool(row["cancel_requested_at"])
+
+    def heartbeat(self) -> None:
+        self.flush()
+        self.job.beat()
+
+    def flush(self) -> None:
+        self.last_flush = time.monotonic()
+        if self.pending:
+            JobEvent.objects.bulk_create(self.pending)
+            self.written += len(self.pending)
+            self.pending = []
+        if self.progress is not None:
+            pct, message = self.progress
+            Job.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(
+                progress=pct, progress_message=message
+            )
+            self.progress = None
+
+    def close(self) -> None:
+        if self.dropped:
+            self.pending.append(
+                JobEvent(
+                    job=self.job,
+                    kind=EventKind.LOG,
+                    level="warning",
+                    message=f"{self.dropped} further log lines were dropped "
+                    f"(limit {MAX_EVENTS_PER_JOB} per job)",
+                )
+            )
+            self.written -= 1  # let the notice through the cap
+        self.flush()
+
+
+def _number(value: Any, default: float) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def execute_job(job_id: int, *, worker: str) -> str:
+    """Claim and run one job; returns what happened, for the task's log line."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        return "gone"
+    if job.status == JobStatus.RUNNING:
+        return _redelivered(job)
+    if job.status != JobStatus.QUEUED:
+        return f"skipped: {job.status}"
+    if not job.claim(worker):
+        return "skipped: claimed elsewhere"
+
+    executor_name = settings.ROCPATH_EXECUTOR
+    if job.executor != executor_name:
+        Job.objects.filter(pk=job.pk).update(executor=executor_name)
+        job.executor = executor_name
+    workdir = job_dir(job.pk)
+    spec = JobSpec(
+        job_id=job.pk,
+        kind=job.kind,
+        workdir=workdir,
+        timeout_s=job.timeout_s,
+        image=job.image,
+        hardware=job.requested_hardware,
+    )
+    hooks = DatabaseHooks(job)
+    try:
+        if workdir.exists():  # a leftover from an earlier attempt must not leak into this one
+            shutil.rmtree(workdir)
+        (workdir / "out").mkdir(parents=True)
+        spec.params_file.write_text(json.dumps(job.params))
+        outcome = get_executor(executor_name).run(spec, hooks)
+    except ExecutorError as exc:
+        hooks.close()
+        job.fail_to_run(str(exc))
+        return "errored"
+    except Exception as exc:
+        hooks.close()
+        logger.exception("job %s: executor crashed", job.pk)
+        job.fail_to_run(f"internal error while running the job: {type(exc).__name__}: {exc}")
+        return "errored"
+    hooks.close()
+    return conclude(job, spec, outcome)
+
+
+def _redelivered(job: Job) -> str:
+    """A second delivery of a job that is already running: never run it twice."""
+    grace = timedelta(seconds=settings.ROCPATH_RUNNING_GRACE_S)
+    if job.heartbeat_at and job.heartbeat_at > timezone.now() - grace:
+        return "skipped: running elsewhere"
+    job.fail_to_run(
+        f"worker lost: {job.worker or 'the worker'} stopped while running the job "
+        f"(last heartbeat {job.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC)"
+        if job.heartbeat_at
+        else "worker lost before the job started"
+    )
+    return "errored: worker lost"
+
+
+def conclude(job: Job, spec: JobSpec, outcome: Outcome) -> str:
+    """Turn the executor's outcome and result.json into the job's final state."""
+    tail = "\n".join(outcome.stderr_tail[-15:])
+    if outcome.canceled:
+        job.refresh_from_db()
+        if job.status != JobStatus.RUNNING:
+            return f"ended elsewhere: {job.status}"
+        _register_artifacts(job, spec.out_dir, declared=[])
+        job.finish(JobStatus.CANCELED, exit_code=outcome.exit_code, error="canceled while running")
+        return "canceled"
+    if outcome.timed_out:
+        _register_artifacts(job, spec.out_dir, declared=[])
+        job.finish(
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=f"timed out after {spec.timeout_s} s",
+        )
+        return "errored: timeout"
+    if outcome.signal is not None:
+        name = (
+            signal.Signals(outcome.signal).name
+            if outcome.signal in signal.valid_signals()
+            else outcome.signal
+        )
+        hint = " (killed from outside: out of memory?)" if outcome.signal == signal.SIGKILL else ""
+        job.finish(JobStatus.ERRORED, error=f"runner killed by signal {name}{hint}\n{tail}".strip())
+        return "errored: signal"
+
+    result_file = spec.out_dir / "result.json"
+    try:
+        result = json.loads(result_file.read_text())
+        contract.validate_result(result)
+    except FileNotFoundError:
+        job.finish(
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=f"runner exited with code {outcome.exit_code} without writing result.json"
+            + (f"\n{tail}" if tail else ""),
+        )
+        return "errored: no result"
+    except (ValueError, contract.ContractError) as exc:
+        job.finish(
+            JobStatus.ERRORED, exit_code=outcome.exit_code, error=f"result.json is invalid: {exc}"
+        )
+        return "errored: bad result"
+    return ingest_result(job, result, spec.out_dir, exit_code=outcome.exit_code)
+
+
+def ingest_result(job: Job, result: dict, out_dir: Path, *, exit_code: int | None) -> str:
+    status = {
+        contract.SUCCEEDED: JobStatus.SUCCEEDED,
+        contract.FAILED: JobStatus.FAILED,
+        contract.ERRORED: JobStatus.ERRORED,
+    }[result["status"]]
+    with transaction.atomic():
+        environment = (
+            record_environment(result["environment"], image=job.image)
+            if result.get("environment")
+            else None
+        )
+        Measurement.objects.bulk_create(
+            Measurement(
+                job=job,
+                environment=environment,
+                benchmark=m["benchmark"],
+                case=m.get("case") or {},
+                metric=m["metric"],
+                unit=m["unit"],
+                value=m["value"],
+                samples=m.get("samples") or [],
+                better=m["better"],
+            )
+            for m in result.get("measurements", [])
+        )
+        _register_artifacts(job, out_dir, declared=result.get("artifacts", []))
+        finished = job.finish(
+            status,
+            exit_code=exit_code,
+            error=result.get("error") or "",
+            summary=result.get("summary") or {},
+            environment_id=environment.pk if environment else None,
+        )
+        if not finished:
+            transaction.set_rollback(True)
+            return f"ended elsewhere: {Job.objects.get(pk=job.pk).status}"
+    return status
+
+
+def _register_artifacts(job: Job, out_dir: Path, *, declared: list[dict]) -> None:
+    """Record every file the job left in out/ (result.json aside), declared or not."""
+    described = {a["path"]: a for a in declared}
+    root = out_dir.resolve()
+    rows = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if rel == "result.json":
+            continue
+        meta = described.get(rel, {})
+        content_type = meta.get("content_type") or (
+            mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        )
+        rows.append(
+            Artifact(
+                job=job,
+                path=rel,
+                size=path.stat().st_size,
+                sha256=_sha256(path),
+                content_type=content_type[:200],
+                description=str(meta.get("description", ""))[:500],
+            )
+        )
+    Artifact.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --- environments ---------------------------------------------------------------
+def environment_identity(data: dict, *, image_digest: str = "") -> dict:
+    """The parts of a fingerprint that make two results comparable (not timestamps or errors)."""
+    host = data.get("host") or {}
+    software = data.get("software") or {}
+    return {
+        "host": {
+            k: host.get(k)
+            for k in ("hostname", "cpu_model", "cpu_cores", "memory_bytes", "os", "kernel", "arch")
+        },
+        "gpus": sorted(
+            json.dumps(
+                {k: g.get(k) for k in ("vendor", "model", "arch", "memory_bytes", "driver")},
+                sort_keys=True,
+            )
+            for g in data.get("gpus") or []
+        ),
+        "software": {
+            k: software.get(k)
+            for k in ("rocm_version", "cuda_version", "gpu_driver_version", "torch_version")
+        }
+        | {"libraries": software.get("libraries") or {}},
+        "image_digest": image_digest,
+    }
+
+
+def record_environment(data: dict, *, image: str = "", image_digest: str = "") -> Environment:
+    identity = environment_identity(data, image_digest=image_digest)
+    fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    gpus = data.get("gpus") or []
+    first = gpus[0] if gpus else {}
+    software = data.get("software") or {}
+    now = timezone.now()
+    env, created = Environment.objects.get_or_create(
+        fingerprint=fingerprint,
+        defaults={
+            "data": data,
+            "hostname": str((data.get("host") or {}).get("hostname") or "")[:255],
+            "cpu_model": str((data.get("host") or {}).get("cpu_model") or "")[:255],
+            "gpu_vendor": str(first.get("vendor") or "")[:32],
+            "gpu_model": str(first.get("model") or "")[:255],
+            "gpu_arch": str(first.get("arch") or "")[:64],
+            "gpu_count": len(gpus),
+            "gpu_driver": str(software.get("gpu_driver_version") or first.get("driver") or "")[
+                :128
+            ],
+            "rocm_version": str(software.get("rocm_version") or "")[:64],
+            "cuda_version": str(software.get("cuda_version") or "")[:64],
+            "image": image[:300],
+            "image_digest": image_digest[:100],
+        },
+    )
+    if not created:
+        Environment.objects.filter(pk=env.pk).update(last_seen_at=now, data=data)
+    return env
+
+
+# --- recovery ---------------------------------------------------------------------
+def reap_stuck_jobs() -> list[int]:
+    """End jobs nobody is going to finish, each with the reason it was given up on."""
+    now = timezone.now()
+    reaped: list[int] = []
+    running_grace = timedelta(seconds=settings.ROCPATH_RUNNING_GRACE_S)
+    for job in Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=now - running_grace):
+        if job.fail_to_run(
+            f"worker lost: no heartbeat from {job.worker or 'its worker'} since "
+            f"{job.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC (reaped after "
+            f"{settings.ROCPATH_RUNNING_GRACE_S} s)"
+        ):
+            reaped.append(job.pk)
+    queued_grace = timedelta(seconds=settings.ROCPATH_QUEUED_GRACE_S)
+    for job in Job.objects.filter(status=JobStatus.QUEUED, queued_at__lt=now - queued_grace):
+        if job.fail_to_run(
+            f"no worker picked the job up within {settings.ROCPATH_QUEUED_GRACE_S} s "
+            f"(queue {queue_for(job)!r}: is a worker listening on it?)"
+        ):
+            _revoke(job.task_id)
+            reaped.append(job.pk)
+    for job in Job.objects.filter(status=JobStatus.PENDING, created_at__lt=now - queued_grace):
+        if job.fail_to_run("the job was never handed to the queue (enqueue failed)"):
+            reaped.append(job.pk)
+    if reaped:
+        logger.warning("reaped stuck jobs: %s", reaped)
+    return reaped
+
+
+def recover_worker_jobs(worker: str) -> list[int]:
+    """A worker starting under a name ends the jobs its previous life left running."""
+    ended = []
+    for job in Job.objects.filter(status=JobStatus.RUNNING, worker=worker):
+        if job.fail_to_run(f"worker lost: {worker} restarted while the job was running"):
+            ended.append(job.pk)
+    return ended
+
+
+def events_after(job: Job, cursor: int, limit: int = 500) -> list[JobEvent]:
+    return list(JobEvent.objects.filter(job=job, id__gt=cursor).order_by("id")[:limit])
+
+
+def remove_job_files(job_id: int) -> None:
+    shutil.rmtree(job_dir(job_id), ignore_errors=True)
+
+
+__all__ = [
+    "SubmissionError",
+    "cancel_job",
+    "enqueue",
+    "events_after",
+    "execute_job",
+    "reap_stuck_jobs",
+    "recover_worker_jobs",
+    "submit_job",
+]

@@ -1,0 +1,37 @@
+"""Celery tasks: thin wrappers that load the row and call the service."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from jobs import services
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    name="jobs.run_job",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    # The executor enforces each job's own timeout; this is the backstop.
+    soft_time_limit=None,
+    time_limit=settings.ROCPATH_JOB_TIMEOUT_MAX_S + 600,
+)
+def run_job(self, job_id: int) -> str:
+    outcome = services.execute_job(job_id, worker=self.request.hostname or "unknown")
+    logger.info("job %s: %s", job_id, outcome)
+    return outcome
+
+
+@shared_task(name="jobs.reap_stuck_jobs", ignore_result=True)
+def reap_stuck_jobs() -> list[int]:
+    return services.reap_stuck_jobs()
+
+
+@shared_task(name="jobs.noop_task")
+def noop_task() -> None:
+    """A bare task, the anchor of bench/dispatch.py (the broker's own cost)."""

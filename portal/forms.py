@@ -1,0 +1,63 @@
+"""Browser forms. They collect input; jobs.services.submit_job decides what is valid."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+
+from portal.models import AdoptionProject, Team
+from stack.kinds import KINDS
+
+
+class JobSubmitForm(forms.Form):
+    kind = forms.ChoiceField(choices=())
+    team = forms.ModelChoiceField(queryset=Team.objects.none())
+    project = forms.ModelChoiceField(queryset=AdoptionProject.objects.none(), required=False)
+    params = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+        required=False,
+        initial="{}",
+        help_text="JSON object; see the kind's parameters below",
+    )
+    timeout_s = forms.IntegerField(required=False, min_value=1, label="Timeout (s)")
+
+    def __init__(self, *args: object, teams: object, projects: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].choices = [
+            (k.name, f"{k.name} — {k.title}") for k in sorted(KINDS.values(), key=lambda k: k.name)
+        ]
+        self.fields["team"].queryset = teams
+        self.fields["project"].queryset = projects
+        if len(teams) == 1:
+            self.fields["team"].initial = teams[0]
+
+    def clean_params(self) -> dict:
+        raw = self.cleaned_data.get("params") or "{}"
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError("Parameters must be a JSON object.")
+        return value
+
+
+class ProjectForm(forms.ModelForm):
+    target_gpus = forms.CharField(
+        required=False, help_text="comma-separated, e.g. MI300X, gfx942, MI250X"
+    )
+
+    class Meta:
+        model = AdoptionProject
+        fields = ["team", "name", "codebase_description", "current_platform", "target_gpus"]
+
+    def __init__(self, *args: object, teams: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams
+
+    def clean_target_gpus(self) -> list[str]:
+        raw = self.cleaned_data.get("target_gpus") or ""
+        if isinstance(raw, list):
+            return raw
+        return [item.strip() for item in raw.split(",") if item.strip()]

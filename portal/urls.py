@@ -1,0 +1,20 @@
+from django.urls import path
+
+from portal import views
+
+app_name = "portal"
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("jobs/new/", views.job_submit, name="job-submit"),
+    path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
+    path("jobs/<int:pk>/log/", views.job_log, name="job-log"),
+    path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
+    path("jobs/<int:pk>/rerun/", views.job_rerun, name="job-rerun"),
+    path(
+        "jobs/<int:pk>/artifacts/<int:artifact_pk>/",
+        views.artifact_download,
+        name="artifact-download",
+    ),
+    path("projects/", views.project_list, name="projects"),
+]

@@ -1,0 +1,193 @@
+"""Server-rendered pages. Live parts are htmx fragments polled only while a job is active."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import FileResponse, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from jobs import services
+from jobs.api.views import artifact_response
+from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
+from jobs.models import Artifact, IllegalTransition, Job
+from portal.access import can_write, projects_for, team_ids, teams_for, writable_team_ids
+from portal.forms import JobSubmitForm, ProjectForm
+from portal.models import Team
+from stack.kinds import KINDS
+
+
+def _jobs(request: HttpRequest) -> QuerySet[Job]:
+    return Job.objects.filter(team_id__in=team_ids(request.user)).select_related(
+        "team", "project", "created_by"
+    )
+
+
+def _job(request: HttpRequest, pk: int) -> Job:
+    return get_object_or_404(_jobs(request).select_related("environment"), pk=pk)
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    jobs = _jobs(request)
+    status = request.GET.get("status", "")
+    if status in JobStatus.values:
+        jobs = jobs.filter(status=status)
+    project = request.GET.get("project", "")
+    if project.isdigit():
+        jobs = jobs.filter(project_id=int(project))
+    page = Paginator(jobs, 25).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "jobs": page.object_list,
+        "status": status,
+        "statuses": JobStatus.choices,
+        "any_active": any(j.status in ACTIVE_STATUSES for j in page.object_list),
+        "teams": teams_for(request.user),
+        "projects": projects_for(request.user),
+    }
+    template = "portal/_job_rows.html" if request.htmx else "portal/dashboard.html"
+    return render(request, template, context)
+
+
+@login_required
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _job(request, pk)
+    events = list(job.events.order_by("id")[:2000])
+    return render(
+        request,
+        "portal/job_detail.html",
+        {
+            "job": job,
+            "events": events,
+            "cursor": events[-1].id if events else 0,
+            "artifacts": job.artifacts.all(),
+            "measurements": job.measurements.all()[:500],
+            "environment": job.environment,
+            "env_data": job.environment.data if job.environment else None,
+            "summary_json": json.dumps(job.summary, indent=2) if job.summary else "",
+            "params_json": json.dumps(job.params, indent=2),
+            "can_write": can_write(request.user, job.team_id),
+        },
+    )
+
+
+@login_required
+def job_log(request: HttpRequest, pk: int) -> HttpResponse:
+    """New log lines after ?after=; tells the page to reload once the job has ended."""
+    job = _job(request, pk)
+    try:
+        after = int(request.GET.get("after", "0"))
+    except ValueError:
+        after = 0
+    events = services.events_after(job, after, 1000)
+    response = render(
+        request,
+        "portal/_job_log.html",
+        {"job": job, "events": events, "cursor": events[-1].id if events else after},
+    )
+    if job.is_terminal:
+        response["HX-Refresh"] = "true"
+    return response
+
+
+@login_required
+def job_submit(request: HttpRequest) -> HttpResponse:
+    teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
+    projects = projects_for(request.user).filter(team__in=teams)
+    form = JobSubmitForm(request.POST or None, teams=teams, projects=projects)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            job = services.submit_job(
+                user=request.user,
+                kind=data["kind"],
+                params=data["params"],
+                team=data["team"],
+                project=data.get("project"),
+                timeout_s=data.get("timeout_s"),
+                launch_type=LaunchType.MANUAL,
+            )
+        except services.SubmissionError as exc:
+            for field, errors in exc.errors.items():
+                for error in errors:
+                    form.add_error(field if field in form.fields else None, error)
+        else:
+            messages.success(request, f"Job {job.pk} ({job.kind}) submitted.")
+            return redirect("portal:job-detail", pk=job.pk)
+    kinds = [
+        {
+            "name": k.name,
+            "title": k.title,
+            "description": k.description,
+            "schema": json.dumps(k.params_schema.get("properties", {}), indent=2),
+        }
+        for k in sorted(KINDS.values(), key=lambda k: k.name)
+    ]
+    return render(request, "portal/job_submit.html", {"form": form, "kinds": kinds})
+
+
+@login_required
+@require_POST
+def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _job(request, pk)
+    if not can_write(request.user, job.team_id):
+        messages.error(request, "Viewers cannot cancel jobs.")
+    else:
+        try:
+            services.cancel_job(job, by=request.user.get_username())
+            messages.info(request, f"Cancel of job {job.pk} requested.")
+        except IllegalTransition as exc:
+            messages.error(request, str(exc))
+    return redirect("portal:job-detail", pk=job.pk)
+
+
+@login_required
+@require_POST
+def job_rerun(request: HttpRequest, pk: int) -> HttpResponse:
+    original = _job(request, pk)
+    try:
+        job = services.submit_job(
+            user=request.user,
+            kind=original.kind,
+            params=original.params,
+            team=original.team,
+            project=original.project,
+            hardware=original.requested_hardware,
+            timeout_s=original.timeout_s,
+            launch_type=LaunchType.RERUN,
+            rerun_of=original,
+        )
+    except services.SubmissionError as exc:
+        messages.error(request, str(exc))
+        return redirect("portal:job-detail", pk=original.pk)
+    return redirect("portal:job-detail", pk=job.pk)
+
+
+@login_required
+def artifact_download(request: HttpRequest, pk: int, artifact_pk: int) -> FileResponse:
+    artifact = get_object_or_404(
+        Artifact.objects.filter(job__team_id__in=team_ids(request.user)), pk=artifact_pk, job_id=pk
+    )
+    return artifact_response(artifact)
+
+
+@login_required
+def project_list(request: HttpRequest) -> HttpResponse:
+    teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
+    form = ProjectForm(request.POST or None, teams=teams)
+    if request.method == "POST" and form.is_valid():
+        project = form.save()
+        messages.success(request, f"Project {project.name} created.")
+        return redirect(reverse("portal:projects"))
+    return render(
+        request,
+        "portal/projects.html",
+        {"projects": projects_for(request.user), "form": form, "can_create": bool(teams)},
+    )

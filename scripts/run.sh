@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Start web + worker + beat on the embedded defaults (SQLite, filesystem broker)
+# unless DATABASE_URL / CELERY_BROKER_URL say otherwise. Ctrl-C stops all of it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=.venv/bin
+HOST="${ROCPATH_HOST:-127.0.0.1}"
+PORT="${ROCPATH_PORT:-8000}"
+export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-config.settings.base}"
+
+$BIN/python manage.py migrate --no-input
+$BIN/python manage.py collectstatic --no-input -v 0
+LOGIN=$($BIN/python manage.py bootstrap_demo)
+EXECUTOR=$($BIN/python -c 'import django, os; django.setup(); from django.conf import settings; print(settings.ROCPATH_EXECUTOR)')
+mkdir -p var/log
+
+pids=()
+stop() {
+    trap - INT TERM EXIT
+    echo; echo "stopping rocpath…"
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    wait "${pids[@]}" 2>/dev/null || true
+}
+trap stop INT TERM EXIT
+
+$BIN/gunicorn config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 4 \
+    --access-logfile var/log/web-access.log --error-logfile var/log/web.log &
+pids+=($!)
+$BIN/celery -A config worker --loglevel INFO -n "worker@%h" --logfile var/log/worker.log &
+pids+=($!)
+$BIN/celery -A config beat --loglevel INFO --logfile var/log/beat.log &
+pids+=($!)
+
+sleep 2
+cat <<MSG
+
+  rocpath is running
+    URL:      http://$HOST:$PORT/
+    $LOGIN
+    API docs: http://$HOST:$PORT/api/docs/
+    executor: $EXECUTOR   logs: var/log/   Ctrl-C stops web, worker and beat
+
+MSG
+wait -n "${pids[@]}"
+echo "a rocpath process exited; see var/log/" >&2

@@ -1,0 +1,47 @@
+"""Builders of one object each, with the fewest fields a test must care about."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from jobs.choices import JobStatus
+from jobs.models import Job
+from portal.choices import Role
+from portal.models import AdoptionProject, Membership, Team
+
+_seq = itertools.count(1)
+
+
+def make_user(username: str | None = None, password: str = "pw-for-tests") -> Any:
+    username = username or f"user{next(_seq)}"
+    return get_user_model().objects.create_user(username=username, password=password)
+
+
+def make_team(name: str | None = None) -> Team:
+    n = next(_seq)
+    name = name or f"Team {n}"
+    return Team.objects.create(name=name, slug=f"team-{n}")
+
+
+def add_member(team: Team, user: Any, role: str = Role.MEMBER) -> Membership:
+    return Membership.objects.create(team=team, user=user, role=role)
+
+
+def make_project(team: Team, name: str | None = None) -> AdoptionProject:
+    return AdoptionProject.objects.create(team=team, name=name or f"project {next(_seq)}")
+
+
+def make_job(team: Team, *, status: str = JobStatus.PENDING, **fields: Any) -> Job:
+    """A job row in any status, written directly: for tests of reading, not of moving."""
+    fields.setdefault("kind", "noop")
+    fields.setdefault("timeout_s", 60)
+    if status != JobStatus.PENDING:
+        fields.setdefault("queued_at", timezone.now())
+    if status in (JobStatus.RUNNING, JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ERRORED):
+        fields.setdefault("started_at", timezone.now())
+        fields.setdefault("heartbeat_at", timezone.now())
+    return Job.objects.create(team=team, status=status, **fields)
