@@ -122,7 +122,7 @@ def submit_job(
             rerun_of=rerun_of,
             timeout_s=min(timeout_s or spec.default_timeout_s, limit),
         )
-        transaction.on_commit(lambda: enqueue(job.pk))
+        transaction.on_commit(lambda: enqueue(job))
     return job
 
 
@@ -132,10 +132,9 @@ def queue_for(job: Job) -> str:
     return str(queue) if queue else settings.CELERY_TASK_DEFAULT_QUEUE
 
 
-def enqueue(job_id: int) -> None:
+def enqueue(job: Job) -> None:
     from jobs.tasks import run_job
 
-    job = Job.objects.get(pk=job_id)
     task_id = str(uuid.uuid4())
     if not job.mark_queued(task_id):
         return  # canceled before it could be queued
@@ -406,7 +405,8 @@ def ingest_result(job: Job, result: dict, out_dir: Path, *, exit_code: int | Non
         )
         if not finished:
             transaction.set_rollback(True)
-            return f"ended elsewhere: {Job.objects.get(pk=job.pk).status}"
+    if not finished:
+        return f"ended elsewhere: {Job.objects.get(pk=job.pk).status}"
     return status
 
 

@@ -32,6 +32,6 @@ def reap_stuck_jobs() -> list[int]:
     return services.reap_stuck_jobs()
 
 
-@shared_task(name="jobs.noop_task")
+@shared_task(name="jobs.noop_task", ignore_result=False)
 def noop_task() -> None:
-    """A bare task, the anchor of bench/dispatch.py (the broker's own cost)."""
+    """A bare task: the anchor of bench/dispatch.py (what Celery and the broker cost alone)."""

@@ -8,6 +8,8 @@ from rest_framework.test import APIClient
 from portal.choices import Role
 from tests.factories import add_member, make_team, make_user
 
+pytest_plugins = ["tests.workers"]
+
 
 @pytest.fixture(autouse=True)
 def _artifact_root(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -38,5 +40,5 @@ def api(user: Any) -> APIClient:
 def no_enqueue(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record enqueues instead of talking to the broker, for tests of the web side alone."""
     sent: list[int] = []
-    monkeypatch.setattr("jobs.services.enqueue", sent.append)
+    monkeypatch.setattr("jobs.services.enqueue", lambda job: sent.append(job.pk))
     return sent

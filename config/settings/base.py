@@ -140,7 +140,7 @@ ROCPATH_STACK_PYTHON = env_str("ROCPATH_STACK_PYTHON", "") or None  # default: t
 
 # --- celery -------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost/")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
@@ -158,7 +158,7 @@ else:
         "visibility_timeout": ROCPATH_JOB_TIMEOUT_MAX_S + 3600,
     }
 CELERY_TASK_IGNORE_RESULT = True  # results live in the database, not in a result backend
-CELERY_RESULT_BACKEND = None
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or None  # only bench/ sets one
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

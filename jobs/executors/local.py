@@ -95,7 +95,6 @@ class LocalExecutor(Executor):
             {
                 "PYTHONPATH": str(Path(settings.BASE_DIR)),
                 "PYTHONUNBUFFERED": "1",
-                "PYTHONDONTWRITEBYTECODE": "1",
                 "HOME": str(spec.workdir),
                 "ROCPATH_JOB_ID": str(spec.job_id),
             }

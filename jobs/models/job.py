@@ -13,7 +13,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F
 from django.utils import timezone
 
 from jobs.choices import (
@@ -112,7 +111,11 @@ class Job(models.Model):
         changed = Job.objects.filter(pk=self.pk, status=self.status).update(status=to, **fields)
         if not changed:
             return False
-        self.refresh_from_db()
+        # The guard on status makes this process the only writer of the move, so the
+        # values it wrote are the row's values: no need to read them back.
+        self.status = to
+        for name, value in fields.items():
+            setattr(self, name, value)
         from jobs.models.event import JobEvent
 
         JobEvent.objects.create(
@@ -136,7 +139,8 @@ class Job(models.Model):
             worker=worker,
             started_at=now,
             heartbeat_at=now,
-            attempt=F("attempt") + 1,
+            # Safe without F(): a concurrent claim would have moved the status first.
+            attempt=self.attempt + 1,
         )
 
     def finish(

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env_bool, env_choice, env_int, env_list, env_str
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_booleans_accept_the_usual_spellings_and_refuse_others(monkeypatch):
+    for raw, value in [("1", True), ("yes", True), ("off", False), ("", False)]:
+        monkeypatch.setenv("FLAG", raw)
+        assert env_bool("FLAG") is value
+    monkeypatch.setenv("FLAG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="FLAG='maybe' is not a boolean"):
+        env_bool("FLAG")
+
+
+def test_integers_fail_loudly_on_junk_and_below_their_minimum(monkeypatch):
+    monkeypatch.setenv("N", "ten")
+    with pytest.raises(ImproperlyConfigured, match="N='ten' is not an integer"):
+        env_int("N", 1)
+    monkeypatch.setenv("N", "0")
+    with pytest.raises(ImproperlyConfigured, match="at least 1"):
+        env_int("N", 1, minimum=1)
+
+
+def test_choices_name_the_allowed_values(monkeypatch):
+    monkeypatch.setenv("MODE", "warp")
+    with pytest.raises(ImproperlyConfigured, match="one of local, docker"):
+        env_choice("MODE", "local", ("local", "docker"))
+
+
+def test_secrets_can_come_from_a_file(monkeypatch, tmp_path):
+    secret = tmp_path / "key"
+    secret.write_text("s3cret\n")
+    monkeypatch.setenv("API_KEY_FILE", str(secret))
+    assert env_str("API_KEY") == "s3cret"
+    monkeypatch.setenv("API_KEY_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ImproperlyConfigured, match="cannot be read"):
+        env_str("API_KEY")
+
+
+def test_lists_are_comma_separated(monkeypatch):
+    monkeypatch.setenv("HOSTS", "a.example, b.example,,")
+    assert env_list("HOSTS", []) == ["a.example", "b.example"]
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG"}
+    }
+    env.update(extra)
+    return env
+
+
+def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_check_deploy_is_clean_under_production_settings(tmp_path):
+    env = _clean_env(
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        SECRET_KEY="a-long-random-production-key-" + "x" * 40,
+        ALLOWED_HOSTS="rocpath.example.com",
+        ROCPATH_VAR_DIR=str(tmp_path),
+    )
+    result = _manage(env, "check", "--deploy", "--fail-level", "WARNING")
+    assert result.returncode == 0, result.stderr + result.stdout
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    env = _clean_env(
+        DJANGO_SETTINGS_MODULE="config.settings.production", ROCPATH_VAR_DIR=str(tmp_path)
+    )
+    result = _manage(env, "check")
+    assert result.returncode != 0 and "SECRET_KEY" in result.stderr
+
+
+def test_a_bad_database_url_stops_start_up_with_its_name(tmp_path):
+    env = _clean_env(DATABASE_URL="nosuchdb://x", ROCPATH_VAR_DIR=str(tmp_path))
+    result = _manage(env, "check")
+    assert result.returncode != 0 and "DATABASE_URL" in result.stderr
+
+
+def test_development_generates_a_secret_key_once_and_keeps_it(tmp_path):
+    env = _clean_env(DJANGO_SETTINGS_MODULE="config.settings.base", ROCPATH_VAR_DIR=str(tmp_path))
+    code = "from django.conf import settings; print(settings.SECRET_KEY)"
+    first = _manage(env, "shell", "-c", code).stdout.strip()
+    second = _manage(env, "shell", "-c", code).stdout.strip()
+    assert len(first) > 40 and first == second
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
+
+
+def test_migrations_match_the_models():
+    env = _clean_env(DJANGO_SETTINGS_MODULE="config.settings.test")
+    result = _manage(env, "makemigrations", "--check", "--dry-run")
+    assert result.returncode == 0, result.stdout

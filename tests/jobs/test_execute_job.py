@@ -1,0 +1,166 @@
+"""execute_job and conclude, run in-process against the real runner (no Celery)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.executors.base import JobSpec, Outcome
+from jobs.models import Environment, Job, Measurement
+from tests.factories import make_job
+
+
+def _queued(team, kind="noop", params=None, **fields) -> Job:
+    job = make_job(team, kind=kind, params=params or {}, **fields)
+    job.mark_queued("task-x")
+    return job
+
+
+def test_a_noop_job_runs_to_succeeded_with_its_measurement_and_events(team):
+    job = _queued(team, params={"steps": 4, "seconds": 0.2, "write_bytes": 10})
+    assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED and job.exit_code == 0 and job.progress == 100
+    assert Measurement.objects.get(job=job).metric == "sleep_s"
+    assert job.events.filter(kind="progress").count() == 4
+    assert [a.path for a in job.artifacts.all()] == ["noop.bin"]
+    assert job.artifacts.get().size == 10
+
+
+def test_a_runner_that_reports_failure_ends_failed_not_errored(team):
+    job = _queued(team, params={"exit_status": "failed"})
+    services.execute_job(job.pk, worker="w@h")
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.exit_code == 1
+
+
+def test_a_runner_that_could_not_run_its_tool_ends_errored(team):
+    job = _queued(team, params={"exit_status": "errored"})
+    services.execute_job(job.pk, worker="w@h")
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERRORED and job.exit_code == 3
+
+
+def test_a_probe_job_stores_the_hosts_inventory_as_an_environment(team):
+    job = _queued(team, kind="probe")
+    assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED
+    job.refresh_from_db()
+    env = job.environment
+    assert env is not None and env.data["host"]["cpu_cores"] >= 1
+    assert env.data["tools"]["rocminfo"]["present"] in (True, False)
+    # Probing the same host again lands on the same environment row.
+    again = _queued(team, kind="probe")
+    services.execute_job(again.pk, worker="w@h")
+    again.refresh_from_db()
+    assert again.environment_id == env.pk and Environment.objects.count() == 1
+
+
+def test_a_job_claimed_already_is_never_run_twice(team):
+    job = _queued(team)
+    assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED
+    assert services.execute_job(job.pk, worker="other@h") == "skipped: succeeded"
+    job.refresh_from_db()
+    assert job.attempt == 1 and job.worker == "w@h"
+
+
+def test_a_redelivered_job_with_a_live_heartbeat_is_left_alone(team):
+    job = make_job(team, status=JobStatus.RUNNING, worker="a@h", heartbeat_at=timezone.now())
+    assert services.execute_job(job.pk, worker="b@h") == "skipped: running elsewhere"
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+
+
+def test_a_redelivered_job_whose_worker_went_silent_ends_errored(team, settings):
+    stale = timezone.now() - timedelta(seconds=settings.ROCPATH_RUNNING_GRACE_S + 5)
+    job = make_job(team, status=JobStatus.RUNNING, worker="a@h", heartbeat_at=stale)
+    assert services.execute_job(job.pk, worker="b@h") == "errored: worker lost"
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERRORED and "worker lost" in job.error
+
+
+def test_a_job_canceled_before_it_ran_is_skipped(team):
+    job = _queued(team)
+    job.cancel("changed my mind")
+    assert services.execute_job(job.pk, worker="w@h") == "skipped: canceled"
+
+
+def _spec(job: Job) -> JobSpec:
+    spec = JobSpec(job_id=job.pk, kind=job.kind, workdir=services.job_dir(job.pk), timeout_s=7)
+    spec.out_dir.mkdir(parents=True, exist_ok=True)
+    return spec
+
+
+def _running(team) -> Job:
+    return make_job(team, status=JobStatus.RUNNING, worker="w@h")
+
+
+def test_no_result_json_is_errored_with_the_stderr_tail(team):
+    job = _running(team)
+    services.conclude(job, _spec(job), Outcome(exit_code=1, stderr_tail=["Traceback: boom"]))
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERRORED and "without writing result.json" in job.error
+    assert "boom" in job.error
+
+
+def test_an_invalid_result_json_is_errored_and_says_why(team):
+    job = _running(team)
+    spec = _spec(job)
+    (spec.out_dir / "result.json").write_text(json.dumps({"schema_version": 1, "kind": "noop"}))
+    services.conclude(job, spec, Outcome(exit_code=0))
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERRORED and "result.json is invalid" in job.error
+
+
+@pytest.mark.parametrize(
+    ("outcome", "status", "words"),
+    [
+        (Outcome(timed_out=True), JobStatus.ERRORED, "timed out after 7 s"),
+        (Outcome(signal=9), JobStatus.ERRORED, "SIGKILL"),
+        (Outcome(canceled=True), JobStatus.CANCELED, "canceled"),
+    ],
+)
+def test_how_the_process_ended_decides_the_status(team, outcome, status, words):
+    job = _running(team)
+    services.conclude(job, _spec(job), outcome)
+    job.refresh_from_db()
+    assert job.status == status and words in job.error
+
+
+def test_a_job_the_reaper_ended_mid_run_keeps_that_ending(team):
+    job = _running(team)
+    spec = _spec(job)
+    (spec.out_dir / "result.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "kind": "noop",
+                "status": "succeeded",
+                "started_at": "2026-01-01T00:00:00Z",
+                "finished_at": "2026-01-01T00:00:01Z",
+                "environment": None,
+                "measurements": [
+                    {
+                        "benchmark": "b",
+                        "case": {},
+                        "metric": "m",
+                        "unit": "s",
+                        "value": 1,
+                        "samples": [1],
+                        "better": "lower",
+                    }
+                ],
+                "summary": {},
+                "artifacts": [],
+                "error": None,
+            }
+        )
+    )
+    Job.objects.get(pk=job.pk).fail_to_run("reaped")
+    assert services.conclude(job, spec, Outcome(exit_code=0)).startswith("ended elsewhere")
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERRORED and not Measurement.objects.filter(job=job).exists()

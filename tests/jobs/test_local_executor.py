@@ -1,0 +1,142 @@
+"""The local executor against the real runner, in real process groups."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from jobs.executors import ExecutorError, get_executor
+from jobs.executors.base import JobSpec, parse_stdout_line
+from jobs.executors.local import LocalExecutor
+
+
+@dataclass
+class Recorder:
+    events: list[dict] = field(default_factory=list)
+    lines: list[tuple[str, str]] = field(default_factory=list)
+    cancel_after: float | None = None
+    beats: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def on_event(self, event: dict) -> None:
+        self.events.append(event)
+
+    def on_line(self, line: str, stream: str) -> None:
+        self.lines.append((stream, line))
+
+    def should_cancel(self) -> bool:
+        return self.cancel_after is not None and time.monotonic() - self.started > self.cancel_after
+
+    def heartbeat(self) -> None:
+        self.beats += 1
+
+
+def _spec(tmp_path: Path, kind: str, params: dict, timeout_s: int = 30) -> JobSpec:
+    spec = JobSpec(job_id=1, kind=kind, workdir=tmp_path, timeout_s=timeout_s)
+    spec.params_file.write_text(json.dumps(params))
+    return spec
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
+
+
+def test_a_quick_job_streams_its_progress_and_exits_zero(tmp_path):
+    recorder = Recorder()
+    outcome = LocalExecutor().run(_spec(tmp_path, "noop", {"steps": 3, "seconds": 0.3}), recorder)
+    assert outcome.exit_code == 0 and not outcome.timed_out and not outcome.canceled
+    pcts = [e["pct"] for e in recorder.events if e["event"] == "progress"]
+    assert pcts[-1] == 100 and len(pcts) >= 3
+    assert (tmp_path / "out" / "result.json").exists()
+
+
+def test_the_runners_stderr_becomes_log_lines_and_a_tail(tmp_path):
+    recorder = Recorder()
+    outcome = LocalExecutor().run(_spec(tmp_path, "no-such-kind", {}), recorder)
+    assert outcome.exit_code == 2
+    assert any(stream == "stderr" for stream, _ in recorder.lines)
+    assert outcome.stderr_tail
+
+
+def test_a_job_past_its_timeout_is_killed_with_its_whole_group(tmp_path):
+    recorder = Recorder()
+    started = time.monotonic()
+    outcome = LocalExecutor().run(_spec(tmp_path, "noop", {"seconds": 60}, timeout_s=1), recorder)
+    assert outcome.timed_out
+    assert time.monotonic() - started < 10
+
+
+def _fake_runner(tmp_path: Path) -> Path:
+    """A stand-in for the runner that starts a grandchild and waits, like a tool would."""
+    script = tmp_path / "fake-python"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"sleep 300 & echo $! > {tmp_path}/grandchild.pid\n"
+        f"echo $$ > {tmp_path}/runner.pid\n"
+        'echo \'{"event": "progress", "pct": 5, "message": "started"}\'\n'
+        "wait\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def _wait_for(path: Path) -> int:
+    deadline = time.monotonic() + 10
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+@pytest.mark.parametrize("how", ["cancel", "timeout"])
+def test_cancel_and_timeout_kill_the_whole_process_group(tmp_path, settings, how):
+    settings.ROCPATH_STACK_PYTHON = str(_fake_runner(tmp_path))
+    recorder = Recorder(cancel_after=1.0 if how == "cancel" else None)
+    spec = _spec(tmp_path, "noop", {}, timeout_s=1 if how == "timeout" else 60)
+    outcome = LocalExecutor().run(spec, recorder)
+    assert outcome.canceled is (how == "cancel")
+    assert outcome.timed_out is (how == "timeout")
+    assert recorder.events[0]["message"] == "started"
+    for name in ("runner.pid", "grandchild.pid"):
+        pid = _wait_for(tmp_path / name)
+        deadline = time.monotonic() + 5  # a killed process takes a moment to be gone
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), f"{name} {pid} survived"
+
+
+def test_a_runner_that_cannot_start_is_an_executor_error(tmp_path, settings):
+    settings.ROCPATH_STACK_PYTHON = str(tmp_path / "no-python-here")
+    with pytest.raises(ExecutorError, match="could not start"):
+        LocalExecutor().run(_spec(tmp_path, "noop", {}), Recorder())
+
+
+def test_the_job_does_not_inherit_the_workers_secrets(tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgres://secret")
+    env = LocalExecutor().environment(_spec(tmp_path, "noop", {}))
+    assert "DATABASE_URL" not in env and "SECRET_KEY" not in env
+    assert env["HOME"] == str(tmp_path)
+
+
+def test_only_json_objects_with_an_event_name_are_events():
+    assert parse_stdout_line('{"event": "log", "message": "x"}') == {"event": "log", "message": "x"}
+    assert parse_stdout_line('{"message": "x"}') is None
+    assert parse_stdout_line("plain text") is None
+    assert parse_stdout_line("{broken") is None
+
+
+def test_executors_are_found_by_name_and_unknown_names_refused():
+    assert isinstance(get_executor("local"), LocalExecutor)
+    with pytest.raises(ExecutorError, match="unknown executor"):
+        get_executor("kubernetes-someday")

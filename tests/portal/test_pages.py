@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from jobs import services
+from jobs.choices import JobStatus, LaunchType
+from jobs.models import Artifact, Job, JobEvent
+from portal.choices import Role
+from tests.factories import add_member, make_job, make_project, make_team, make_user
+
+
+@pytest.fixture
+def browser(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_pages_need_a_signed_in_user(db):
+    response = Client().get("/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_signing_in_with_a_password_leads_to_the_dashboard(user):
+    client = Client()
+    response = client.post(
+        "/accounts/login/", {"username": "alice", "password": "pw-for-tests"}, follow=True
+    )
+    assert response.status_code == 200 and b"Jobs" in response.content
+    assert response.wsgi_request.user == user
+
+
+def test_the_dashboard_lists_only_the_users_teams_jobs(browser, team):
+    ours = make_job(team, kind="probe")
+    theirs = make_job(make_team(), kind="secret-kind")
+    html = browser.get("/").content.decode()
+    assert f'data-job="{ours.pk}"' in html and f'data-job="{theirs.pk}"' not in html
+
+
+def test_the_dashboard_polls_only_while_a_job_is_active(browser, team):
+    make_job(team, status=JobStatus.SUCCEEDED)
+    assert b"every 2s" not in browser.get("/").content
+    make_job(team, status=JobStatus.RUNNING)
+    assert b"every 2s" in browser.get("/").content
+
+
+def test_the_dashboard_fragment_is_served_to_htmx(browser, team):
+    make_job(team, status=JobStatus.RUNNING)
+    response = browser.get("/", HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert html.lstrip().startswith("<tbody") and "<html" not in html
+
+
+def test_the_job_page_shows_log_summary_artifacts_and_environment(browser, team):
+    env = services.record_environment(
+        {
+            "host": {"hostname": "gpu-node-7", "cpu_model": "AMD EPYC 9654", "cpu_cores": 192},
+            "gpus": [
+                {
+                    "index": 0,
+                    "vendor": "amd",
+                    "model": "AMD Instinct MI300X",
+                    "arch": "gfx942",
+                    "memory_bytes": 206158430208,
+                    "source": "amd-smi",
+                }
+            ],
+            "software": {"rocm_version": "6.3.1"},
+            "tools": {"amd-smi": {"present": True, "version": "25.1"}},
+        }
+    )
+    job = make_job(
+        team, status=JobStatus.SUCCEEDED, kind="probe", environment=env, summary={"gpu_count": 1}
+    )
+    JobEvent.objects.create(job=job, kind="log", message="looking for rocminfo")
+    out = services.job_dir(job.pk) / "out"
+    out.mkdir(parents=True)
+    (out / "probe.txt").write_text("raw")
+    artifact = Artifact.objects.create(job=job, path="probe.txt", size=3, sha256="a" * 64)
+    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    for text in (
+        "gpu-node-7",
+        "AMD Instinct MI300X",
+        "gfx942",
+        "6.3.1",
+        "looking for rocminfo",
+        "probe.txt",
+        "gpu_count",
+    ):
+        assert text in html
+    assert "hx-trigger" not in html  # finished: nothing polls
+    download = browser.get(f"/jobs/{job.pk}/artifacts/{artifact.pk}/")
+    assert b"".join(download.streaming_content) == b"raw"
+
+
+def test_a_running_jobs_page_polls_its_log_after_the_last_event(browser, team):
+    job = make_job(team, status=JobStatus.RUNNING)
+    event = JobEvent.objects.create(job=job, kind="log", message="first")
+    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"/jobs/{job.pk}/log/?after={event.id}" in html and "every 1s" in html
+    JobEvent.objects.create(job=job, kind="log", message="second")
+    fragment = browser.get(f"/jobs/{job.pk}/log/", {"after": event.id}).content.decode()
+    assert "second" in fragment and "first" not in fragment
+
+
+def test_the_log_fragment_asks_for_a_reload_once_the_job_has_ended(browser, team):
+    job = make_job(team, status=JobStatus.SUCCEEDED)
+    response = browser.get(f"/jobs/{job.pk}/log/", {"after": 0})
+    assert response["HX-Refresh"] == "true"
+
+
+def test_another_teams_job_page_log_and_artifact_are_404(browser):
+    job = make_job(make_team(), status=JobStatus.SUCCEEDED)
+    artifact = Artifact.objects.create(job=job, path="x", size=1, sha256="0" * 64)
+    assert browser.get(f"/jobs/{job.pk}/").status_code == 404
+    assert browser.get(f"/jobs/{job.pk}/log/").status_code == 404
+    assert browser.get(f"/jobs/{job.pk}/artifacts/{artifact.pk}/").status_code == 404
+    assert browser.post(f"/jobs/{job.pk}/cancel/").status_code == 404
+
+
+def test_the_submit_form_creates_a_manual_job_and_opens_its_page(browser, team, no_enqueue):
+    project = make_project(team)
+    response = browser.post(
+        "/jobs/new/",
+        {"kind": "noop", "team": team.pk, "project": project.pk, "params": '{"seconds": 1}'},
+    )
+    job = Job.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert job.launch_type == LaunchType.MANUAL and job.project == project
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ("{not json", "Not valid JSON"),
+        ("[1]", "must be a JSON object"),
+        ('{"seconds": -1}', "seconds"),
+    ],
+)
+def test_the_submit_form_shows_errors_and_creates_nothing(browser, team, params, message):
+    response = browser.post("/jobs/new/", {"kind": "noop", "team": team.pk, "params": params})
+    assert response.status_code == 200 and message in response.content.decode()
+    assert not Job.objects.exists()
+
+
+def test_cancel_from_the_page_cancels_a_queued_job(browser, team):
+    job = make_job(team, status=JobStatus.QUEUED)
+    browser.post(f"/jobs/{job.pk}/cancel/")
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELED
+
+
+def test_a_viewer_sees_jobs_but_cannot_cancel_them(team):
+    viewer = make_user()
+    add_member(team, viewer, Role.VIEWER)
+    client = Client()
+    client.force_login(viewer)
+    job = make_job(team, status=JobStatus.QUEUED)
+    assert client.get(f"/jobs/{job.pk}/").status_code == 200
+    client.post(f"/jobs/{job.pk}/cancel/")
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+
+def test_a_project_can_be_created_from_the_projects_page(browser, team):
+    response = browser.post(
+        "/projects/",
+        {
+            "team": team.pk,
+            "name": "cfd-solver",
+            "current_platform": "8x H100",
+            "target_gpus": "MI300X, gfx942",
+        },
+    )
+    assert response.status_code == 302
+    project = team.projects.get()
+    assert project.target_gpus == ["MI300X", "gfx942"]
+    assert "cfd-solver" in browser.get("/projects/").content.decode()
+
+
+def test_every_model_has_an_admin_page(team):
+    from django.contrib import admin
+
+    from jobs.models import Environment, Measurement
+    from portal.models import AdoptionProject, Membership, Team
+
+    for model in (
+        Job,
+        JobEvent,
+        Artifact,
+        Environment,
+        Measurement,
+        Team,
+        Membership,
+        AdoptionProject,
+    ):
+        assert admin.site.is_registered(model), model

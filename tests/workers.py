@@ -1,0 +1,154 @@
+"""Fixtures for tests that need a real Celery worker process (integration, browser)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from jobs.choices import JobStatus
+from jobs.models import Job
+
+ROOT = Path(__file__).resolve().parents[1]
+CELERY = str(Path(sys.executable).with_name("celery"))
+
+
+@dataclass
+class Worker:
+    """One `celery worker` process group; restartable under the same name."""
+
+    env: dict[str, str]
+    name: str
+    queue: str
+    log: Path
+    proc: subprocess.Popen | None = None
+    starts: int = field(default=0)
+
+    def start(self) -> None:
+        self.starts += 1
+        handle = self.log.open("a")
+        self.proc = subprocess.Popen(
+            [
+                CELERY,
+                "-A",
+                "config",
+                "worker",
+                "-Q",
+                self.queue,
+                "-n",
+                self.name,
+                "-c",
+                "2",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-l",
+                "INFO",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.wait_for_log(" ready.", self.starts)
+
+    def wait_for_log(self, text: str, count: int = 1, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while self.log.read_text().count(text) < count:
+            if self.proc and self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited:\n{self.log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"worker log never said {text!r}:\n{self.log.read_text()[-3000:]}"
+                )
+            time.sleep(0.1)
+
+    def sigkill_main_process(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def worker_env(settings, **extra: str) -> dict[str, str]:
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings.test",
+            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+            "ROCPATH_ARTIFACT_ROOT": str(settings.ARTIFACT_ROOT),
+            "ROCPATH_HEARTBEAT_S": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def worker(transactional_db, settings, tmp_path) -> Iterator[Worker]:
+    queue = f"it-{uuid.uuid4().hex[:8]}"
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue
+    handle = Worker(
+        env=worker_env(settings, ROCPATH_QUEUE=queue),
+        name=f"{queue}@%h",
+        queue=queue,
+        log=tmp_path / "worker.log",
+    )
+    handle.log.touch()
+    handle.start()
+    yield handle
+    handle.stop()
+
+
+def wait_for_status(job_id: int, statuses: set[str], timeout: float = 60) -> Job:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = Job.objects.get(pk=job_id)
+        if job.status in statuses:
+            return job
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"job {job_id} still {job.status} after {timeout} s: {job.error}")
+        time.sleep(0.1)
+
+
+def runner_processes(job_id: int) -> list[int]:
+    """Pids of live processes whose command line names this job's folder."""
+    needle = f"/jobs/{job_id}/params.json".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "cmdline").read_bytes():
+                state = (entry / "stat").read_text().split(")")[-1].split()[0]
+                if state != "Z":
+                    pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+TERMINAL = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ERRORED, JobStatus.CANCELED}
