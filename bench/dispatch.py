@@ -37,6 +37,52 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def cpu_seconds_by_role(procs: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far by each role: its process group, or processes by name."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    totals = dict.fromkeys([*procs, "postgres", "redis", "other"], 0.0)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        # utime + stime, plus cutime + cstime: children it has waited for (the runners)
+        used = sum(int(f) for f in fields[11:15]) / ticks
+        role = next((r for r, pgid in procs.items() if int(fields[2]) == pgid), None)
+        if role == "worker" and b"stack.zygote" in _cmdline(entry):
+            role = "runners (zygote + its children)"
+            totals.setdefault(role, 0.0)
+        if role is None:
+            role = (
+                "postgres"
+                if name.startswith("postgres")
+                else "redis"
+                if "redis" in name
+                else "other"
+            )
+        totals[role] += used
+    return totals
+
+
+def _cmdline(entry: Path) -> bytes:
+    try:
+        return (entry / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]
+    return (sum(values) - idle) / ticks, sum(values) / ticks
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -49,6 +95,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=300)
     parser.add_argument("--clients", type=int, default=8, help="concurrent REST clients")
     parser.add_argument("--concurrency", type=int, default=4, help="worker processes")
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--web-threads", type=int, default=4)
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/14")
     args = parser.parse_args()
@@ -162,6 +210,11 @@ def main() -> None:
         bare_s = time.perf_counter() - started
 
         # --- rocpath jobs through REST ---------------------------------------------
+        roles = {"web": procs[0].pid, "worker": procs[1].pid}
+        cpu_before = cpu_seconds_by_role(roles)
+        busy_before = machine_busy()
+        client_before = time.process_time()
+
         def submit(_: int) -> tuple[int, float]:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             body = json.dumps({"kind": "noop", "params": {}})
@@ -186,6 +239,15 @@ def main() -> None:
         while Job.objects.filter(pk__in=ids, status__in=["pending", "queued", "running"]).exists():
             time.sleep(0.05)
         jobs_s = time.perf_counter() - started
+        cpu_after = cpu_seconds_by_role(roles)
+        busy_after = machine_busy()
+        cpu_ms_per_job = {
+            role: round((cpu_after[role] - cpu_before.get(role, 0.0)) * 1000 / args.jobs, 1)
+            for role in cpu_after
+        }
+        cpu_ms_per_job["bench client"] = round(
+            (time.process_time() - client_before) * 1000 / args.jobs, 1
+        )
 
         rows = list(Job.objects.filter(pk__in=ids).values("id", "status", "started_at"))
         statuses = {r["status"] for r in rows}
@@ -204,6 +266,10 @@ def main() -> None:
             "submit_to_running_p50_ms": round(statistics.median(latencies) * 1000, 1),
             "submit_to_running_p95_ms": round(pct(latencies, 0.95) * 1000, 1),
             "cpus": os.cpu_count(),
+            "cpu_ms_per_job": cpu_ms_per_job,
+            "machine_busy_pct": round(
+                100 * (busy_after[0] - busy_before[0]) / (busy_after[1] - busy_before[1]), 1
+            ),
         }
         print(json.dumps(report, indent=2))
         if statuses != {"succeeded"}:

@@ -227,20 +227,21 @@ class DatabaseHooks:
         self.flush()
         self.job.beat()
 
-    def flush(self) -> None:
+    def flush(self, *, update_progress: bool = True) -> None:
         self.last_flush = time.monotonic()
         if self.pending:
             JobEvent.objects.bulk_create(self.pending)
             self.written += len(self.pending)
             self.pending = []
-        if self.progress is not None:
+        if update_progress and self.progress is not None:
             pct, message = self.progress
             Job.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(
                 progress=pct, progress_message=message
             )
             self.progress = None
 
-    def close(self) -> None:
+    def close(self, *, update_progress: bool = True) -> float | None:
+        """Write what is buffered; returns the last progress when not written here."""
         if self.dropped:
             self.pending.append(
                 JobEvent(
@@ -251,8 +252,8 @@ class DatabaseHooks:
                     f"(limit {MAX_EVENTS_PER_JOB} per job)",
                 )
             )
-            self.written -= 1  # let the notice through the cap
-        self.flush()
+        self.flush(update_progress=update_progress)
+        return self.progress[0] if self.progress else None
 
 
 def _number(value: Any, default: float) -> float:
@@ -303,8 +304,7 @@ def execute_job(job_id: int, *, worker: str) -> str:
         logger.exception("job %s: executor crashed", job.pk)
         job.fail_to_run(f"internal error while running the job: {type(exc).__name__}: {exc}")
         return "errored"
-    hooks.close()
-    return conclude(job, spec, outcome)
+    return conclude(job, spec, outcome, hooks)
 
 
 def _redelivered(job: Job) -> str:
@@ -321,32 +321,53 @@ def _redelivered(job: Job) -> str:
     return "errored: worker lost"
 
 
-def conclude(job: Job, spec: JobSpec, outcome: Outcome) -> str:
-    """Turn the executor's outcome and result.json into the job's final state."""
+def conclude(job: Job, spec: JobSpec, outcome: Outcome, hooks: DatabaseHooks | None = None) -> str:
+    """Turn the executor's outcome and result.json into the job's final state.
+
+    One transaction: the last log lines, the measurements, the artifacts and the
+    final status commit together (and a job that something else ended meanwhile
+    keeps that ending: its row no longer says running, so nothing is added).
+    """
+    with transaction.atomic():
+        progress = hooks.close(update_progress=False) if hooks else None
+        return _conclude(job, spec, outcome, progress)
+
+
+def _conclude(job: Job, spec: JobSpec, outcome: Outcome, progress: float | None) -> str:
     tail = "\n".join(outcome.stderr_tail[-15:])
     if outcome.canceled:
         job.refresh_from_db()
         if job.status != JobStatus.RUNNING:
             return f"ended elsewhere: {job.status}"
-        _register_artifacts(job, spec.out_dir, declared=[])
-        job.finish(JobStatus.CANCELED, exit_code=outcome.exit_code, error="canceled while running")
+        if job.finish(
+            JobStatus.CANCELED,
+            exit_code=outcome.exit_code,
+            error="canceled while running",
+            progress=progress,
+        ):
+            _register_artifacts(job, spec.out_dir, declared=[])
         return "canceled"
     if outcome.timed_out:
-        _register_artifacts(job, spec.out_dir, declared=[])
-        job.finish(
+        if job.finish(
             JobStatus.ERRORED,
             exit_code=outcome.exit_code,
             error=f"timed out after {spec.timeout_s} s",
-        )
+            progress=progress,
+        ):
+            _register_artifacts(job, spec.out_dir, declared=[])
         return "errored: timeout"
     if outcome.signal is not None:
         name = (
             signal.Signals(outcome.signal).name
             if outcome.signal in signal.valid_signals()
-            else outcome.signal
+            else str(outcome.signal)
         )
         hint = " (killed from outside: out of memory?)" if outcome.signal == signal.SIGKILL else ""
-        job.finish(JobStatus.ERRORED, error=f"runner killed by signal {name}{hint}\n{tail}".strip())
+        job.finish(
+            JobStatus.ERRORED,
+            error=f"runner killed by signal {name}{hint}\n{tail}".strip(),
+            progress=progress,
+        )
         return "errored: signal"
 
     result_file = spec.out_dir / "result.json"
@@ -359,54 +380,59 @@ def conclude(job: Job, spec: JobSpec, outcome: Outcome) -> str:
             exit_code=outcome.exit_code,
             error=f"runner exited with code {outcome.exit_code} without writing result.json"
             + (f"\n{tail}" if tail else ""),
+            progress=progress,
         )
         return "errored: no result"
     except (ValueError, contract.ContractError) as exc:
         job.finish(
-            JobStatus.ERRORED, exit_code=outcome.exit_code, error=f"result.json is invalid: {exc}"
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=f"result.json is invalid: {exc}",
+            progress=progress,
         )
         return "errored: bad result"
-    return ingest_result(job, result, spec.out_dir, exit_code=outcome.exit_code)
+    return ingest_result(job, result, spec.out_dir, exit_code=outcome.exit_code, progress=progress)
 
 
-def ingest_result(job: Job, result: dict, out_dir: Path, *, exit_code: int | None) -> str:
+def ingest_result(
+    job: Job, result: dict, out_dir: Path, *, exit_code: int | None, progress: float | None = None
+) -> str:
+    """Store a valid result.json; the caller holds the transaction."""
     status = {
         contract.SUCCEEDED: JobStatus.SUCCEEDED,
         contract.FAILED: JobStatus.FAILED,
         contract.ERRORED: JobStatus.ERRORED,
     }[result["status"]]
-    with transaction.atomic():
-        environment = (
-            record_environment(result["environment"], image=job.image)
-            if result.get("environment")
-            else None
-        )
-        Measurement.objects.bulk_create(
-            Measurement(
-                job=job,
-                environment=environment,
-                benchmark=m["benchmark"],
-                case=m.get("case") or {},
-                metric=m["metric"],
-                unit=m["unit"],
-                value=m["value"],
-                samples=m.get("samples") or [],
-                better=m["better"],
-            )
-            for m in result.get("measurements", [])
-        )
-        _register_artifacts(job, out_dir, declared=result.get("artifacts", []))
-        finished = job.finish(
-            status,
-            exit_code=exit_code,
-            error=result.get("error") or "",
-            summary=result.get("summary") or {},
-            environment_id=environment.pk if environment else None,
-        )
-        if not finished:
-            transaction.set_rollback(True)
-    if not finished:
+    environment = (
+        record_environment(result["environment"], image=job.image)
+        if result.get("environment")
+        else None
+    )
+    # The status move first: if the job was ended elsewhere, nothing else is written.
+    if not job.finish(
+        status,
+        exit_code=exit_code,
+        error=result.get("error") or "",
+        summary=result.get("summary") or {},
+        environment_id=environment.pk if environment else None,
+        progress=progress,
+    ):
         return f"ended elsewhere: {Job.objects.get(pk=job.pk).status}"
+    Measurement.objects.bulk_create(
+        Measurement(
+            job=job,
+            environment=environment,
+            benchmark=m["benchmark"],
+            case=m.get("case") or {},
+            metric=m["metric"],
+            unit=m["unit"],
+            value=m["value"],
+            samples=m.get("samples") or [],
+            better=m["better"],
+        )
+        for m in result.get("measurements", [])
+    )
+    _register_artifacts(job, out_dir, declared=result.get("artifacts", []))
     return status
 
 

@@ -17,7 +17,7 @@ import pytest
 from django.db import connection
 
 from jobs.choices import JobStatus
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 
 ROOT = Path(__file__).resolve().parents[1]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -134,21 +134,43 @@ def wait_for_status(job_id: int, statuses: set[str], timeout: float = 60) -> Job
         time.sleep(0.1)
 
 
-def runner_processes(job_id: int) -> list[int]:
-    """Pids of live processes whose command line names this job's folder."""
-    needle = f"/jobs/{job_id}/params.json".encode()
-    pids = []
+def runner_group(job_id: int, timeout: float = 15) -> int:
+    """The process group of the job's runner, as the executor logged it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        event = JobEvent.objects.filter(job_id=job_id, message__startswith="runner started").first()
+        if event is not None:
+            return int(event.message.split("process group ")[1].split()[0])
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"job {job_id}'s runner never started")
+        time.sleep(0.05)
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any process of the group is still there (zombies aside)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if needle in (entry / "cmdline").read_bytes():
-                state = (entry / "stat").read_text().split(")")[-1].split()[0]
-                if state != "Z":
-                    pids.append(int(entry.name))
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-    return pids
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def wait_until_gone(pgid: int, timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while group_alive(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 TERMINAL = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ERRORED, JobStatus.CANCELED}

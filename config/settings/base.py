@@ -137,6 +137,8 @@ ROCPATH_RUNNING_GRACE_S = env_int("ROCPATH_RUNNING_GRACE_S", 120, minimum=1)
 ROCPATH_QUEUED_GRACE_S = env_int("ROCPATH_QUEUED_GRACE_S", 24 * 3600, minimum=1)
 ROCPATH_REAPER_INTERVAL_S = env_int("ROCPATH_REAPER_INTERVAL_S", 60, minimum=1)
 ROCPATH_STACK_PYTHON = env_str("ROCPATH_STACK_PYTHON", "") or None  # default: this interpreter
+# Fork local runners from a warm interpreter (stack/zygote.py) instead of starting one per job.
+ROCPATH_LOCAL_ZYGOTE = env_bool("ROCPATH_LOCAL_ZYGOTE", True)
 
 # --- celery -------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"
@@ -167,6 +169,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_DEFAULT_QUEUE = env_str("ROCPATH_QUEUE", "rocpath")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's Django fix-up closes every database connection after every task unless
+# told to reuse them; a new PostgreSQL connection per job cost more than the job.
+# jobs.signals closes the ones that are broken or past CONN_MAX_AGE before each task.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "reap-stuck-jobs": {

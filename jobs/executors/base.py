@@ -51,6 +51,7 @@ class Outcome:
     timed_out: bool = False
     canceled: bool = False
     error: str = ""  # infrastructure error (could not start, engine failure)
+    pid: int | None = None  # the runner's process (group) id, where there is one
     stderr_tail: list[str] = field(default_factory=list)
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 from jobs.choices import (
@@ -108,23 +108,25 @@ class Job(models.Model):
     def _move(self, to: str, *, note: str = "", **fields: Any) -> bool:
         if to not in TRANSITIONS[self.status]:
             raise IllegalTransition(f"job {self.pk}: {self.status} → {to} is not allowed")
-        changed = Job.objects.filter(pk=self.pk, status=self.status).update(status=to, **fields)
-        if not changed:
-            return False
+        from jobs.models.event import JobEvent
+
+        # One commit for the move and its log line; no savepoint inside a caller's transaction.
+        with transaction.atomic(savepoint=False):
+            changed = Job.objects.filter(pk=self.pk, status=self.status).update(status=to, **fields)
+            if not changed:
+                return False
+            JobEvent.objects.create(
+                job_id=self.pk,
+                kind=EventKind.STATUS,
+                level="info",
+                message=f"{to}" + (f": {note}" if note else ""),
+                data={"status": to},
+            )
         # The guard on status makes this process the only writer of the move, so the
         # values it wrote are the row's values: no need to read them back.
         self.status = to
         for name, value in fields.items():
             setattr(self, name, value)
-        from jobs.models.event import JobEvent
-
-        JobEvent.objects.create(
-            job_id=self.pk,
-            kind=EventKind.STATUS,
-            level="info",
-            message=f"{to}" + (f": {note}" if note else ""),
-            data={"status": to},
-        )
         return True
 
     def mark_queued(self, task_id: str) -> bool:
@@ -151,6 +153,7 @@ class Job(models.Model):
         error: str = "",
         summary: dict | None = None,
         environment_id: int | None = None,
+        progress: float | None = None,
     ) -> bool:
         if status not in TERMINAL_STATUSES:
             raise IllegalTransition(f"finish() needs a terminal status, not {status!r}")
@@ -163,6 +166,8 @@ class Job(models.Model):
             fields["environment_id"] = environment_id
         if status == JobStatus.SUCCEEDED:
             fields["progress"] = 100.0
+        elif progress is not None:
+            fields["progress"] = progress
         return self._move(status, note=error.splitlines()[0][:300] if error else "", **fields)
 
     def cancel(self, reason: str) -> bool:

@@ -15,9 +15,6 @@ from tests.factories import add_member, make_team, make_user
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Playwright's sync API runs an event loop in this thread; the ORM calls of the
-# test itself are still plain synchronous calls.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +23,10 @@ def browser() -> Iterator[object]:
         pytest.fail("Debian's chromium is not installed (.ci/run installs it)")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
+    # Playwright's sync API runs an event loop in this thread; the ORM calls of the
+    # test itself are still plain synchronous calls.
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,

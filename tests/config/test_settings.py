@@ -56,7 +56,14 @@ def _clean_env(**extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG"}
+        if k
+        not in {
+            "DATABASE_URL",
+            "CELERY_BROKER_URL",
+            "SECRET_KEY",
+            "DEBUG",
+            "DJANGO_ALLOW_ASYNC_UNSAFE",
+        }
     }
     env.update(extra)
     return env

@@ -8,7 +8,7 @@ import pytest
 
 from jobs import services
 from jobs.choices import JobStatus
-from tests.workers import TERMINAL, runner_processes, wait_for_status
+from tests.workers import TERMINAL, group_alive, runner_group, wait_for_status, wait_until_gone
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -33,14 +33,12 @@ def test_a_long_job_canceled_while_running_ends_canceled_and_its_processes_are_g
     )
     job_id = response.json()["id"]
     wait_for_status(job_id, {JobStatus.RUNNING})
-    deadline = time.monotonic() + 10
-    while not runner_processes(job_id):
-        assert time.monotonic() < deadline, "the runner never started"
-        time.sleep(0.05)
+    pgid = runner_group(job_id)
+    assert group_alive(pgid)
     assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
     job = wait_for_status(job_id, TERMINAL, timeout=30)
     assert job.status == JobStatus.CANCELED
-    assert runner_processes(job_id) == []
+    assert wait_until_gone(pgid, timeout=5), "the runner's process group survived the cancel"
 
 
 def test_a_worker_sigkilled_mid_job_leaves_it_errored_never_running_and_never_run_twice(
@@ -51,15 +49,12 @@ def test_a_worker_sigkilled_mid_job_leaves_it_errored_never_running_and_never_ru
     )
     job_id = response.json()["id"]
     wait_for_status(job_id, {JobStatus.RUNNING})
-    while not runner_processes(job_id):
-        time.sleep(0.05)
+    pgid = runner_group(job_id)
+    assert group_alive(pgid)
 
     worker.sigkill_main_process()
     # The runner dies with its worker (PR_SET_PDEATHSIG through the pool process).
-    deadline = time.monotonic() + 20
-    while runner_processes(job_id):
-        assert time.monotonic() < deadline, "the runner outlived its worker"
-        time.sleep(0.1)
+    assert wait_until_gone(pgid), "the runner outlived its worker"
 
     worker.start()  # same name: on start it ends what its previous life left running
     job = wait_for_status(job_id, TERMINAL, timeout=30)
@@ -68,7 +63,7 @@ def test_a_worker_sigkilled_mid_job_leaves_it_errored_never_running_and_never_ru
     time.sleep(2)  # a late redelivery must not start it again
     job.refresh_from_db()
     assert job.status == JobStatus.ERRORED and job.attempt == 1
-    assert runner_processes(job_id) == []
+    assert not group_alive(pgid)
 
 
 def test_the_reaper_ends_a_job_whose_worker_vanished(worker, api, settings):

@@ -36,6 +36,13 @@ class Recorder:
         self.beats += 1
 
 
+@pytest.fixture(autouse=True, params=["zygote", "fresh-interpreter"])
+def runner_mode(request, settings) -> str:
+    """Every test runs with runners forked from the zygote and with fresh interpreters."""
+    settings.ROCPATH_LOCAL_ZYGOTE = request.param == "zygote"
+    return request.param
+
+
 def _spec(tmp_path: Path, kind: str, params: dict, timeout_s: int = 30) -> JobSpec:
     spec = JobSpec(job_id=1, kind=kind, workdir=tmp_path, timeout_s=timeout_s)
     spec.params_file.write_text(json.dumps(params))
@@ -101,13 +108,14 @@ def _wait_for(path: Path) -> int:
 
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
 def test_cancel_and_timeout_kill_the_whole_process_group(tmp_path, settings, how):
+    settings.ROCPATH_LOCAL_ZYGOTE = False  # the fake runner is a shell script, not a python
     settings.ROCPATH_STACK_PYTHON = str(_fake_runner(tmp_path))
     recorder = Recorder(cancel_after=1.0 if how == "cancel" else None)
     spec = _spec(tmp_path, "noop", {}, timeout_s=1 if how == "timeout" else 60)
     outcome = LocalExecutor().run(spec, recorder)
     assert outcome.canceled is (how == "cancel")
     assert outcome.timed_out is (how == "timeout")
-    assert recorder.events[0]["message"] == "started"
+    assert any(e.get("message") == "started" for e in recorder.events)
     for name in ("runner.pid", "grandchild.pid"):
         pid = _wait_for(tmp_path / name)
         deadline = time.monotonic() + 5  # a killed process takes a moment to be gone
@@ -116,7 +124,18 @@ def test_cancel_and_timeout_kill_the_whole_process_group(tmp_path, settings, how
         assert not _alive(pid), f"{name} {pid} survived"
 
 
+def test_a_canceled_runner_is_gone_afterwards(tmp_path):
+    recorder = Recorder(cancel_after=0.5)
+    outcome = LocalExecutor().run(_spec(tmp_path, "noop", {"seconds": 60, "steps": 60}), recorder)
+    assert outcome.canceled and outcome.pid
+    deadline = time.monotonic() + 5
+    while _alive(outcome.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(outcome.pid)
+
+
 def test_a_runner_that_cannot_start_is_an_executor_error(tmp_path, settings):
+    settings.ROCPATH_LOCAL_ZYGOTE = False
     settings.ROCPATH_STACK_PYTHON = str(tmp_path / "no-python-here")
     with pytest.raises(ExecutorError, match="could not start"):
         LocalExecutor().run(_spec(tmp_path, "noop", {}), Recorder())

@@ -1,0 +1,94 @@
+"""The noop kind: does nothing, on purpose, in a controllable way.
+
+It is the orchestrator's test double and benchmark load: it must start fast,
+obey cancellation (short sleeps, so a signal is handled promptly) and be able
+to end in every status.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from stack.contract import ERRORED, FAILED
+from stack.runtime import Measurement, RunContext, RunResult
+
+SLEEP_SLICE_S = 0.05
+_CHUNK = 1024 * 1024
+
+
+def _sleep_until(deadline: float) -> None:
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(SLEEP_SLICE_S, left))
+
+
+def _write_zeros(path: Path, size: int) -> None:
+    chunk = memoryview(bytes(min(size, _CHUNK)))
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            n = min(left, len(chunk))
+            f.write(chunk[:n])
+            left -= n
+
+
+def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    """Sleep ``seconds`` in ``steps`` progress steps, then end as ``exit_status`` says."""
+    seconds = float(params["seconds"])
+    steps = int(params["steps"])
+    log_lines = int(params["log_lines"])
+    write_bytes = int(params["write_bytes"])
+    exit_status = params["exit_status"]
+
+    for i in range(log_lines):
+        ctx.emit.log(f"noop log line {i + 1} of {log_lines}")
+
+    started = time.monotonic()
+    for step in range(1, steps + 1):
+        _sleep_until(started + seconds * step / steps)
+        ctx.emit.progress(100.0 * step / steps, f"step {step} of {steps}")
+    elapsed = time.monotonic() - started
+
+    artifacts = []
+    if write_bytes:
+        _write_zeros(ctx.out / "noop.bin", write_bytes)
+        artifacts.append(
+            {
+                "path": "noop.bin",
+                "content_type": "application/octet-stream",
+                "description": f"{write_bytes} zero bytes written by noop",
+            }
+        )
+
+    error = None
+    if exit_status == FAILED:
+        error = "noop was asked to fail (exit_status=failed)"
+    elif exit_status == ERRORED:
+        error = "noop was asked to end errored (exit_status=errored)"
+
+    return RunResult(
+        status=exit_status,
+        measurements=[
+            Measurement(
+                benchmark="noop",
+                metric="sleep_s",
+                unit="s",
+                value=elapsed,
+                samples=[elapsed],
+                better="lower",
+            )
+        ],
+        summary={
+            "seconds": seconds,
+            "elapsed_s": round(elapsed, 6),
+            "steps": steps,
+            "log_lines": log_lines,
+            "bytes_written": write_bytes,
+        },
+        artifacts=artifacts,
+        error=error,
+    )
