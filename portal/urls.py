@@ -17,4 +17,5 @@ urlpatterns = [
         name="artifact-download",
     ),
     path("projects/", views.project_list, name="projects"),
+    path("account/token/", views.api_token, name="api-token"),
 ]

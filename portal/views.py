@@ -179,6 +179,20 @@ def artifact_download(request: HttpRequest, pk: int, artifact_pk: int) -> FileRe
 
 
 @login_required
+def api_token(request: HttpRequest) -> HttpResponse:
+    """Show the user's API token; POST makes a new one (the old one stops working)."""
+    from rest_framework.authtoken.models import Token
+
+    if request.method == "POST":
+        Token.objects.filter(user=request.user).delete()
+        Token.objects.create(user=request.user)
+        messages.success(request, "A new API token was made; the old one no longer works.")
+        return redirect("portal:api-token")
+    token = Token.objects.filter(user=request.user).first()
+    return render(request, "portal/api_token.html", {"token": token})
+
+
+@login_required
 def project_list(request: HttpRequest) -> HttpResponse:
     teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
     form = ProjectForm(request.POST or None, teams=teams)

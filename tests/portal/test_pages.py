@@ -196,3 +196,42 @@ def test_every_model_has_an_admin_page(team):
         AdoptionProject,
     ):
         assert admin.site.is_registered(model), model
+
+
+def test_a_user_makes_and_replaces_an_api_token_that_the_api_accepts(browser, user):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    assert b"no API token yet" in browser.get("/account/token/").content
+    browser.post("/account/token/")
+    first = Token.objects.get(user=user).key
+    assert first in browser.get("/account/token/").content.decode()
+    browser.post("/account/token/")
+    second = Token.objects.get(user=user).key
+    assert second != first
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {first}")
+    assert client.get("/api/v1/jobs/").status_code == 401
+    client.credentials(HTTP_AUTHORIZATION=f"Token {second}")
+    assert client.get("/api/v1/jobs/").status_code == 200
+
+
+def test_admin_pages_of_every_model_render_for_staff(team):
+    from django.contrib.auth import get_user_model
+
+    admin_user = get_user_model().objects.create_superuser("root", password="pw")
+    job = make_job(team, status=JobStatus.SUCCEEDED)
+    client = Client()
+    client.force_login(admin_user)
+    for path in (
+        "jobs/job",
+        "jobs/jobevent",
+        "jobs/artifact",
+        "jobs/environment",
+        "jobs/measurement",
+        "portal/team",
+        "portal/membership",
+        "portal/adoptionproject",
+    ):
+        assert client.get(f"/admin/{path}/").status_code == 200, path
+    assert client.get(f"/admin/jobs/job/{job.pk}/change/").status_code == 200
