@@ -9,13 +9,14 @@ VENV_KEY := $(shell cat requirements.txt requirements-dev.txt | sha256sum | cut 
 VENV := $(CACHE_DIR)/venv-$(VENV_KEY)
 BIN := .venv/bin
 
-.PHONY: help venv run test lint fmt check bench clean
+.PHONY: help venv run test lint fmt check bench images clean
 
 help:
 	@echo "make run    install, migrate, start web + worker + beat (Ctrl-C stops all)"
 	@echo "make test   the whole suite (lint, checks, unit + integration tests)"
 	@echo "make lint   ruff check + format check"
 	@echo "make bench  benchmarks of rocpath itself (bench/)"
+	@echo "make images start a Docker engine if needed, build the job images (docs/containers.md)"
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rocpath needs Python >= 3.11")'
@@ -47,6 +48,10 @@ test: lint check
 
 bench: venv
 	$(BIN)/python bench/dispatch.py
+
+images:
+	scripts/start-docker.sh
+	scripts/build-images.sh
 
 clean:
 	rm -rf var .venv .pytest_cache

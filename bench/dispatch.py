@@ -13,28 +13,16 @@ Goal (issue 2): at least 50 no-op jobs/s on a 2-core machine.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
-sys.path.insert(0, str(ROOT))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import BenchStack
 
 
 def cpu_seconds_by_role(procs: dict[str, int]) -> dict[str, float]:
@@ -97,143 +85,32 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="worker processes")
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--web-threads", type=int, default=4)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/14")
     args = parser.parse_args()
 
-    run_id = uuid.uuid4().hex[:8]
-    dbname = f"rocpath_bench_{run_id}"
-    var = ROOT / "var" / f"bench-{run_id}"
-    queue = f"bench-{run_id}"
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "config.settings.base",
-            "DATABASE_URL": f"{args.pg}/{dbname}",
-            "CELERY_BROKER_URL": args.redis,
-            "CELERY_RESULT_BACKEND": args.redis,
-            "ROCPATH_QUEUE": queue,
-            "ROCPATH_VAR_DIR": str(var),
-            "SECRET_KEY": "bench-only",
-            "LOG_LEVEL": "WARNING",
-        }
-    )
-    os.environ.update(env)
-    subprocess.run(["psql", args.pg + "/postgres", "-qc", f"CREATE DATABASE {dbname}"], check=True)
-    procs: list[subprocess.Popen] = []
-    try:
-        manage = [sys.executable, "manage.py"]
-        subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-        setup = (
-            "from django.contrib.auth.models import User;"
-            "from portal.models import Team, Membership;"
-            "from rest_framework.authtoken.models import Token;"
-            "u=User.objects.create_user('bench');"
-            "t=Team.objects.create(name='bench', slug='bench');"
-            "Membership.objects.create(team=t, user=u, role='member');"
-            "print(Token.objects.create(user=u).key)"
-        )
-        token = (
-            subprocess.run(
-                [*manage, "shell", "-c", setup],
-                cwd=ROOT,
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            .stdout.strip()
-            .splitlines()[-1]
-        )
-        port = free_port()
-        logs = var / "log"
-        logs.mkdir(parents=True, exist_ok=True)
-        procs.append(
-            subprocess.Popen(
-                [
-                    str(BIN / "gunicorn"),
-                    "config.wsgi",
-                    "--bind",
-                    f"127.0.0.1:{port}",
-                    "--workers",
-                    "2",
-                    "--threads",
-                    "4",
-                    "--error-logfile",
-                    str(logs / "web.log"),
-                ],
-                cwd=ROOT,
-                env=env,
-                start_new_session=True,
-            )
-        )
-        procs.append(
-            subprocess.Popen(
-                [
-                    str(BIN / "celery"),
-                    "-A",
-                    "config",
-                    "worker",
-                    "-Q",
-                    queue,
-                    "-c",
-                    str(args.concurrency),
-                    "-n",
-                    f"{queue}@%h",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "-l",
-                    "WARNING",
-                    "--logfile",
-                    str(logs / "worker.log"),
-                ],
-                cwd=ROOT,
-                env=env,
-                start_new_session=True,
-            )
-        )
-
-        import django
-
-        django.setup()
+    with BenchStack(
+        executor="local",
+        concurrency=args.concurrency,
+        web_workers=args.web_workers,
+        web_threads=args.web_threads,
+    ) as stack:
         from jobs.models import Job
         from jobs.tasks import noop_task
 
-        wait_for_http(port)
-        noop_task.apply_async(queue=queue).get(timeout=60)  # the worker is up
-
-        # --- anchor: bare Celery tasks -------------------------------------------
+        # --- anchor: bare Celery tasks on the same broker ----------------------------
         started = time.perf_counter()
-        results = [noop_task.apply_async(queue=queue) for _ in range(args.jobs)]
+        results = [noop_task.apply_async(queue=stack.queue) for _ in range(args.jobs)]
         for result in results:
             result.get(timeout=300)
         bare_s = time.perf_counter() - started
 
-        # --- rocpath jobs through REST ---------------------------------------------
-        roles = {"web": procs[0].pid, "worker": procs[1].pid}
+        # --- rocpath jobs through REST ------------------------------------------------
+        roles = {"web": stack.procs["web"].pid, "worker": stack.procs["worker"].pid}
         cpu_before = cpu_seconds_by_role(roles)
         busy_before = machine_busy()
         client_before = time.process_time()
-
-        def submit(_: int) -> tuple[int, float]:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            body = json.dumps({"kind": "noop", "params": {}})
-            sent = time.time()
-            conn.request(
-                "POST",
-                "/api/v1/jobs/",
-                body,
-                {"Authorization": f"Token {token}", "Content-Type": "application/json"},
-            )
-            response = conn.getresponse()
-            payload = json.loads(response.read())
-            if response.status != 201:
-                raise RuntimeError(f"submit failed: {response.status} {payload}")
-            return payload["id"], sent
-
         started = time.perf_counter()
         with ThreadPoolExecutor(args.clients) as pool:
-            submitted = dict(pool.map(submit, range(args.jobs)))
+            submitted = dict(pool.map(lambda _: stack.submit({"kind": "noop"}), range(args.jobs)))
         submit_s = time.perf_counter() - started
         ids = list(submitted)
         while Job.objects.filter(pk__in=ids, status__in=["pending", "queued", "running"]).exists():
@@ -250,7 +127,7 @@ def main() -> None:
         )
 
         rows = list(Job.objects.filter(pk__in=ids).values("id", "status", "started_at"))
-        statuses = {r["status"] for r in rows}
+        statuses = sorted({r["status"] for r in rows})
         latencies = [
             r["started_at"].timestamp() - submitted[r["id"]] for r in rows if r["started_at"]
         ]
@@ -258,7 +135,8 @@ def main() -> None:
             "jobs": args.jobs,
             "clients": args.clients,
             "worker_concurrency": args.concurrency,
-            "statuses": sorted(statuses),
+            "web": f"{args.web_workers} gunicorn workers x {args.web_threads} threads",
+            "statuses": statuses,
             "rocpath_jobs_per_s": round(args.jobs / jobs_s, 1),
             "rest_submits_per_s": round(args.jobs / submit_s, 1),
             "bare_celery_tasks_per_s": round(args.jobs / bare_s, 1),
@@ -272,39 +150,8 @@ def main() -> None:
             ),
         }
         print(json.dumps(report, indent=2))
-        if statuses != {"succeeded"}:
-            sys.exit("some jobs did not succeed: " + ", ".join(sorted(statuses)))
-    finally:
-        for proc in procs:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(proc.pid, signal.SIGKILL)
-        from django.db import connections
-
-        connections.close_all()
-        subprocess.run(
-            [
-                "psql",
-                args.pg + "/postgres",
-                "-qc",
-                f"DROP DATABASE IF EXISTS {dbname} WITH (FORCE)",
-            ],
-            check=False,
-        )
-        subprocess.run(["rm", "-rf", str(var)], check=False)
-
-
-def wait_for_http(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError("web server did not start")
+        if statuses != ["succeeded"]:
+            sys.exit("some jobs did not succeed: " + ", ".join(statuses))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.choices import EventKind, JobStatus, LaunchType
-from jobs.executors import ExecutorError, get_executor
+from jobs.executors import ExecutorError, get_executor, resolve_executor
 from jobs.executors.base import JobSpec, Outcome
 from jobs.models import Artifact, Environment, IllegalTransition, Job, JobEvent, Measurement
 from portal.access import writable_team_ids
@@ -72,6 +72,7 @@ def submit_job(
     timeout_s: int | None = None,
     launch_type: str = LaunchType.MANUAL,
     rerun_of: Job | None = None,
+    image: str = "",
 ) -> Job:
     """Validate and create a job; it is queued once the surrounding transaction commits."""
     errors: dict[str, list[str]] = {}
@@ -103,8 +104,12 @@ def submit_job(
     limit = settings.ROCPATH_JOB_TIMEOUT_MAX_S
     if timeout_s is not None and not (1 <= timeout_s <= limit):
         errors["timeout_s"] = [f"Must be between 1 and {limit} seconds."]
-    if hardware is not None and not isinstance(hardware, dict):
-        errors["hardware"] = ["Must be an object."]
+    if hardware is not None and (hardware_errors := validate_hardware(hardware)):
+        errors["hardware"] = hardware_errors
+    if image and not any(image.startswith(p) for p in settings.ROCPATH_IMAGE_ALLOW):
+        errors["image"] = [
+            f"Images must start with one of: {', '.join(settings.ROCPATH_IMAGE_ALLOW)}."
+        ]
     if errors:
         raise SubmissionError(errors)
     assert spec is not None and team is not None
@@ -118,12 +123,47 @@ def submit_job(
             created_by=user if getattr(user, "is_authenticated", False) else None,
             requested_hardware=hardware or {},
             executor=settings.ROCPATH_EXECUTOR,
+            image=image or image_for(kind),
             launch_type=launch_type,
             rerun_of=rerun_of,
             timeout_s=min(timeout_s or spec.default_timeout_s, limit),
         )
         transaction.on_commit(lambda: enqueue(job))
     return job
+
+
+HARDWARE_FIELDS: dict[str, tuple[type, ...]] = {
+    "queue": (str,),
+    "gpu_vendor": (str,),
+    "gpu_count": (int,),
+    "gpu_indices": (list,),
+    "memory_mb": (int,),
+    "cpus": (int, float),
+    "pids": (int,),
+}
+
+
+def validate_hardware(hardware: object) -> list[str]:
+    """What a job may ask of its worker; the executors clamp the limits to the server's caps."""
+    if not isinstance(hardware, dict):
+        return ["Must be an object."]
+    problems = []
+    for key, value in hardware.items():
+        kinds = HARDWARE_FIELDS.get(key)
+        if kinds is None:
+            problems.append(f"{key}: unknown field (known: {', '.join(HARDWARE_FIELDS)})")
+        elif isinstance(value, bool) or not isinstance(value, kinds):
+            problems.append(f"{key}: must be {' or '.join(k.__name__ for k in kinds)}")
+        elif isinstance(value, int | float) and value < 0:
+            problems.append(f"{key}: must not be negative")
+    if hardware.get("gpu_vendor") not in (None, "amd", "nvidia"):
+        problems.append("gpu_vendor: must be amd or nvidia")
+    return problems
+
+
+def image_for(kind: str) -> str:
+    """The container image that runs a kind unless the job names one."""
+    return settings.ROCPATH_KIND_IMAGES.get(kind, settings.ROCPATH_IMAGE)
 
 
 def queue_for(job: Job) -> str:
@@ -275,7 +315,7 @@ def execute_job(job_id: int, *, worker: str) -> str:
     if not job.claim(worker):
         return "skipped: claimed elsewhere"
 
-    executor_name = settings.ROCPATH_EXECUTOR
+    executor_name = resolve_executor()
     if job.executor != executor_name:
         Job.objects.filter(pk=job.pk).update(executor=executor_name)
         job.executor = executor_name
@@ -287,6 +327,8 @@ def execute_job(job_id: int, *, worker: str) -> str:
         timeout_s=job.timeout_s,
         image=job.image,
         hardware=job.requested_hardware,
+        worker=worker,
+        attempt=job.attempt,
     )
     hooks = DatabaseHooks(job)
     try:
@@ -335,6 +377,9 @@ def conclude(job: Job, spec: JobSpec, outcome: Outcome, hooks: DatabaseHooks | N
 
 def _conclude(job: Job, spec: JobSpec, outcome: Outcome, progress: float | None) -> str:
     tail = "\n".join(outcome.stderr_tail[-15:])
+    if outcome.image_digest:
+        Job.objects.filter(pk=job.pk).update(image=outcome.image, image_digest=outcome.image_digest)
+        job.image, job.image_digest = outcome.image, outcome.image_digest
     if outcome.canceled:
         job.refresh_from_db()
         if job.status != JobStatus.RUNNING:
@@ -347,6 +392,18 @@ def _conclude(job: Job, spec: JobSpec, outcome: Outcome, progress: float | None)
         ):
             _register_artifacts(job, spec.out_dir, declared=[])
         return "canceled"
+    if outcome.oom_killed:
+        from jobs.executors.docker import limits_for
+
+        job.finish(
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=f"out of memory: the container went over its "
+            f"{limits_for(spec.hardware)['memory_mb']} MiB limit and was killed"
+            + (f"\n{tail}" if tail else ""),
+            progress=progress,
+        )
+        return "errored: out of memory"
     if outcome.timed_out:
         if job.finish(
             JobStatus.ERRORED,
@@ -404,7 +461,7 @@ def ingest_result(
         contract.ERRORED: JobStatus.ERRORED,
     }[result["status"]]
     environment = (
-        record_environment(result["environment"], image=job.image)
+        record_environment(result["environment"], image=job.image, image_digest=job.image_digest)
         if result.get("environment")
         else None
     )
@@ -556,6 +613,19 @@ def reap_stuck_jobs() -> list[int]:
     if reaped:
         logger.warning("reaped stuck jobs: %s", reaped)
     return reaped
+
+
+def sweep_containers() -> list[str]:
+    """Remove this host's job containers whose job is no longer running (a lost worker's)."""
+    from jobs.executors.docker import job_ids_of_containers, remove_containers
+
+    on_host = job_ids_of_containers()
+    if not on_host:
+        return []
+    running = set(
+        Job.objects.filter(pk__in=on_host, status=JobStatus.RUNNING).values_list("pk", flat=True)
+    )
+    return remove_containers(jobs=on_host - running)
 
 
 def recover_worker_jobs(worker: str) -> list[int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from celery.signals import task_prerun, worker_ready
+from celery.worker.control import control_command
 from django.db import close_old_connections
 
 logger = logging.getLogger(__name__)
@@ -20,6 +21,23 @@ def _recover_jobs(sender=None, **_: object) -> None:
     ended = recover_worker_jobs(name)
     if ended:
         logger.warning("worker %s ended jobs left running by its previous life: %s", name, ended)
+    from jobs.executors import resolve_executor
+
+    executor = resolve_executor()
+    logger.info("worker %s runs jobs with the %s executor", name, executor)
+    if executor == "docker":
+        from jobs.executors.docker import remove_containers
+
+        if removed := remove_containers(worker=name):
+            logger.warning("worker %s removed containers of its previous life: %s", name, removed)
+
+
+@control_command(name="rocpath_sweep_containers")
+def sweep_containers(state: object) -> dict:
+    """Remove this host's job containers whose job has ended (broadcast by the reaper)."""
+    from jobs.services import sweep_containers as sweep
+
+    return {"removed": sweep()}
 
 
 @task_prerun.connect

@@ -29,7 +29,15 @@ def run_job(self, job_id: int) -> str:
 
 @shared_task(name="jobs.reap_stuck_jobs", ignore_result=True)
 def reap_stuck_jobs() -> list[int]:
-    return services.reap_stuck_jobs()
+    reaped = services.reap_stuck_jobs()
+    # Containers live on the hosts of the workers that started them: ask every worker.
+    from config.celery import app
+
+    try:
+        app.control.broadcast("rocpath_sweep_containers")
+    except Exception:
+        logger.warning("could not broadcast the container sweep", exc_info=True)
+    return reaped
 
 
 @shared_task(name="jobs.noop_task", ignore_result=False)

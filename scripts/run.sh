@@ -11,7 +11,11 @@ export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-config.settings.base}"
 $BIN/python manage.py migrate --no-input
 $BIN/python manage.py collectstatic --no-input -v 0
 LOGIN=$($BIN/python manage.py bootstrap_demo)
-EXECUTOR=$($BIN/python -c 'import django, os; django.setup(); from django.conf import settings; print(settings.ROCPATH_EXECUTOR)')
+EXECUTOR=$($BIN/python -c 'import django; django.setup(); from jobs.executors import resolve_executor; print(resolve_executor())')
+case "$EXECUTOR" in
+    docker) EXECUTOR="docker (containers of the job image on this host's engine)" ;;
+    local) EXECUTOR="local (subprocesses; no Docker engine with the job image here: make images)" ;;
+esac
 mkdir -p var/log
 
 pids=()

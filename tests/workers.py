@@ -107,20 +107,56 @@ def worker_env(settings, **extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def worker(transactional_db, settings, tmp_path) -> Iterator[Worker]:
+def _start_worker(settings, tmp_path: Path, **env: str) -> Worker:
     queue = f"it-{uuid.uuid4().hex[:8]}"
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
     handle = Worker(
-        env=worker_env(settings, ROCPATH_QUEUE=queue),
+        env=worker_env(settings, ROCPATH_QUEUE=queue, **env),
         name=f"{queue}@%h",
         queue=queue,
         log=tmp_path / "worker.log",
     )
     handle.log.touch()
     handle.start()
+    return handle
+
+
+@pytest.fixture
+def worker(transactional_db, settings, tmp_path) -> Iterator[Worker]:
+    """A worker that runs jobs with the local executor."""
+    handle = _start_worker(settings, tmp_path, ROCPATH_EXECUTOR="local")
     yield handle
     handle.stop()
+
+
+@pytest.fixture
+def docker_worker(transactional_db, settings, tmp_path, job_image) -> Iterator[Worker]:
+    """A worker that runs jobs in containers of the debian job image."""
+    settings.ROCPATH_EXECUTOR = "docker"
+    settings.ROCPATH_IMAGE = job_image
+    handle = _start_worker(settings, tmp_path, ROCPATH_EXECUTOR="docker", ROCPATH_IMAGE=job_image)
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture(scope="session")
+def job_image() -> str:
+    """The debian job image, built (or found in the layer cache) once per session.
+
+    Without a Docker engine these tests cannot mean anything: in CI (.ci/run starts
+    the engine) that is a failure, on a developer machine a skip that says why.
+    """
+    image = "rocpath/debian:latest"
+    if subprocess.run(["docker", "info"], capture_output=True, check=False).returncode != 0:
+        message = "no Docker engine answers: start dockerd (docs/containers.md)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    build = subprocess.run(
+        [str(ROOT / "scripts" / "build-images.sh")], capture_output=True, text=True, check=False
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    return image
 
 
 def wait_for_status(job_id: int, statuses: set[str], timeout: float = 60) -> Job:

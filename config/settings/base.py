@@ -130,7 +130,22 @@ WHITENOISE_USE_FINDERS = DEBUG
 # --- jobs ---------------------------------------------------------------------
 # Every job gets a folder ROCPATH_ARTIFACT_ROOT/jobs/<id>/ holding params.json and out/.
 ARTIFACT_ROOT = Path(env_str("ROCPATH_ARTIFACT_ROOT", str(VAR_DIR / "artifacts"))).resolve()
-ROCPATH_EXECUTOR = env_choice("ROCPATH_EXECUTOR", "local", ("local",))
+# auto: docker when the worker's engine answers and has the job image, else local.
+ROCPATH_EXECUTOR = env_choice("ROCPATH_EXECUTOR", "auto", ("auto", "local", "docker"))
+ROCPATH_IMAGE = env_str("ROCPATH_IMAGE", "rocpath/debian:latest")
+# Per-kind images: "blas-bench=rocpath/rocm-pytorch:latest,profile=…"
+ROCPATH_KIND_IMAGES = dict(
+    item.split("=", 1) for item in env_list("ROCPATH_KIND_IMAGES", []) if "=" in item
+)
+# A job may name its own image only from these prefixes (comma-separated).
+ROCPATH_IMAGE_ALLOW = env_list("ROCPATH_IMAGE_ALLOW", ["rocpath/"])
+ROCPATH_DOCKER_MEMORY_MB = env_int("ROCPATH_DOCKER_MEMORY_MB", 2048, minimum=16)
+ROCPATH_DOCKER_MAX_MEMORY_MB = env_int("ROCPATH_DOCKER_MAX_MEMORY_MB", 65536, minimum=16)
+ROCPATH_DOCKER_CPUS = env_int("ROCPATH_DOCKER_CPUS", 2, minimum=1)
+ROCPATH_DOCKER_MAX_CPUS = env_int("ROCPATH_DOCKER_MAX_CPUS", os.cpu_count() or 1, minimum=1)
+ROCPATH_DOCKER_PIDS = env_int("ROCPATH_DOCKER_PIDS", 512, minimum=8)
+ROCPATH_DOCKER_MAX_PIDS = env_int("ROCPATH_DOCKER_MAX_PIDS", 8192, minimum=8)
+ROCPATH_DOCKER_TMPFS_MB = env_int("ROCPATH_DOCKER_TMPFS_MB", 1024, minimum=16)
 ROCPATH_JOB_TIMEOUT_MAX_S = env_int("ROCPATH_JOB_TIMEOUT_MAX_S", 6 * 3600, minimum=1)
 ROCPATH_HEARTBEAT_S = env_int("ROCPATH_HEARTBEAT_S", 5, minimum=1)
 ROCPATH_RUNNING_GRACE_S = env_int("ROCPATH_RUNNING_GRACE_S", 120, minimum=1)

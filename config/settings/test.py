@@ -9,6 +9,8 @@ import os
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/rocpath")
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SECRET_KEY", "test-only-not-secret")
+# Jobs run locally unless a test asks for the docker executor (tests/containers).
+os.environ.setdefault("ROCPATH_EXECUTOR", "local")
 
 from config.settings.base import *  # noqa: F403
 

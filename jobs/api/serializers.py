@@ -77,6 +77,7 @@ class JobSerializer(serializers.ModelSerializer):
             "requested_hardware",
             "executor",
             "image",
+            "image_digest",
             "timeout_s",
             "created_at",
             "queued_at",
@@ -115,6 +116,9 @@ class JobSubmitSerializer(serializers.Serializer):
     project = serializers.IntegerField(required=False, allow_null=True)
     hardware = serializers.DictField(required=False, default=dict)
     timeout_s = serializers.IntegerField(required=False, min_value=1)
+    image = serializers.CharField(
+        required=False, max_length=300, help_text="container image (docker executor)"
+    )
 
 
 class JobEventSerializer(serializers.ModelSerializer):

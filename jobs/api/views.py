@@ -108,6 +108,7 @@ class JobViewSet(
                 hardware=data.get("hardware") or {},
                 timeout_s=data.get("timeout_s"),
                 launch_type=LaunchType.API,
+                image=data.get("image", ""),
             )
         except services.SubmissionError as exc:
             raise ValidationError(exc.errors) from exc
@@ -181,6 +182,7 @@ class JobViewSet(
                 timeout_s=original.timeout_s,
                 launch_type=LaunchType.RERUN,
                 rerun_of=original,
+                image=original.image,
             )
         except services.SubmissionError as exc:
             raise ValidationError(exc.errors) from exc

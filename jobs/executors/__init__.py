@@ -9,7 +9,33 @@ from jobs.executors.base import Executor, ExecutorError
 
 ENGINES: dict[str, str] = {
     "local": "jobs.executors.local:LocalExecutor",
+    "docker": "jobs.executors.docker:DockerExecutor",
 }
+
+_resolved: str | None = None
+
+
+def resolve_executor() -> str:
+    """The engine this worker uses: the setting, with "auto" decided once per process.
+
+    auto means docker when the host's engine answers and already has the default
+    job image, local otherwise; the worker log and `make run` say which.
+    """
+    global _resolved  # decided once per worker process
+    from django.conf import settings
+
+    if settings.ROCPATH_EXECUTOR != "auto":
+        return settings.ROCPATH_EXECUTOR
+    if _resolved is None:
+        _resolved = "local"
+        try:
+            from jobs.executors.docker import client
+
+            client().images.get(settings.ROCPATH_IMAGE)
+            _resolved = "docker"
+        except Exception:  # no SDK, no engine, or no image: run jobs locally
+            _resolved = "local"
+    return _resolved
 
 
 def get_executor(name: str) -> Executor:
@@ -21,4 +47,4 @@ def get_executor(name: str) -> Executor:
     return getattr(import_module(module_name), class_name)()
 
 
-__all__ = ["ENGINES", "Executor", "ExecutorError", "get_executor"]
+__all__ = ["ENGINES", "Executor", "ExecutorError", "get_executor", "resolve_executor"]

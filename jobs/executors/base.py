@@ -34,6 +34,8 @@ class JobSpec:
     image: str = ""
     hardware: dict = field(default_factory=dict)
     memory_limit_bytes: int | None = None
+    worker: str = ""
+    attempt: int = 1
 
     @property
     def params_file(self) -> Path:
@@ -52,6 +54,9 @@ class Outcome:
     canceled: bool = False
     error: str = ""  # infrastructure error (could not start, engine failure)
     pid: int | None = None  # the runner's process (group) id, where there is one
+    oom_killed: bool = False  # the kernel killed it for exceeding its memory limit
+    image: str = ""  # the container image that ran, where one did
+    image_digest: str = ""  # its content address (image id / repo digest)
     stderr_tail: list[str] = field(default_factory=list)
 
 

@@ -50,6 +50,7 @@ class Job(models.Model):
     requested_hardware = models.JSONField(default=dict, blank=True)
     executor = models.CharField(max_length=32, default="local")
     image = models.CharField(max_length=300, blank=True)
+    image_digest = models.CharField(max_length=100, blank=True)
     status = models.CharField(
         max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING, db_index=True
     )

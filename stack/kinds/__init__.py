@@ -173,7 +173,45 @@ PROBE = Kind(
     runner="stack.kinds.probe:run",
 )
 
-KINDS: dict[str, Kind] = {kind.name: kind for kind in (NOOP, PROBE)}
+SANDBOX_CHECK = Kind(
+    name="sandbox-check",
+    title="Sandbox check",
+    description=(
+        "Tries one thing a job must not be able to do (write outside its out folder, "
+        "open a network connection, fork without bound, allocate more memory than "
+        "allowed) and reports whether the system let it: failed = refused."
+    ),
+    params_schema={
+        "type": "object",
+        "properties": {
+            "action": {
+                "type": "string",
+                "enum": ["write-outside", "network", "fork-bomb", "allocate-memory"],
+                "default": "write-outside",
+            },
+            "max_processes": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 100_000,
+                "default": 5000,
+                "description": "fork-bomb: stop after this many processes.",
+            },
+            "megabytes": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 1_048_576,
+                "default": 4096,
+                "description": "allocate-memory: how much to allocate and touch.",
+            },
+        },
+        "additionalProperties": False,
+    },
+    default_timeout_s=120,
+    runner="stack.kinds.sandbox_check:run",
+)
+
+KINDS: dict[str, Kind] = {kind.name: kind for kind in (NOOP, PROBE, SANDBOX_CHECK)}
+
 
 
 def get_kind(name: str) -> Kind:

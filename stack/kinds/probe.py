@@ -479,6 +479,19 @@ _PROBES: dict[str, Callable[[str, float], ToolReport]] = {
 }
 
 
+def inventory(timeout: float = 10.0) -> dict[str, Any]:
+    """The GPUs of this host as the GPU tools see them (no PyTorch, no artifacts).
+
+    Workers call it once to choose GPU passthrough profiles for job containers.
+    """
+    reports = {
+        name: (_PROBES[name](path, timeout) if (path := _find(name)) else ToolReport(name))
+        for name in TOOLS
+        if name != "torch"
+    }
+    return {"gpus": merge_gpus(reports), "software": software_info(reports)}
+
+
 def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     """Inventory the host; always succeeds unless the probe itself breaks."""
     timeout = float(params["tool_timeout_s"])

@@ -29,6 +29,7 @@ def embedded_env(tmp_path: Path) -> dict[str, str]:
             "DJANGO_SETTINGS_MODULE": "config.settings.base",
             "ROCPATH_VAR_DIR": str(tmp_path / "var"),
             "ROCPATH_HEARTBEAT_S": "1",
+            "ROCPATH_EXECUTOR": "local",
             "PYTHONUNBUFFERED": "1",
         }
     )

@@ -56,7 +56,7 @@ def fake_amd_tools(bin_dir):
 
 
 def test_probe_reports_every_tool_absent_on_a_bare_machine_and_succeeds(bin_dir, ctx):
-    result = run_probe(ctx)
+    result = run_probe(ctx, torch=False)  # PyTorch may be installed beside the tests
     assert result.status == "succeeded"
     tools = result.environment["tools"]
     assert list(tools) == TOOL_NAMES
@@ -82,7 +82,7 @@ def test_probe_on_this_machine_reports_the_tools_that_are_really_installed(ctx):
 
 def test_a_fake_nvidia_smi_on_path_lists_eight_h200(bin_dir, ctx):
     fake_nvidia_smi(bin_dir)
-    result = run_probe(ctx)
+    result = run_probe(ctx, torch=False)
     env = result.environment
     assert len(env["gpus"]) == 8
     assert {g["source"] for g in env["gpus"]} == {"nvidia-smi"}

@@ -11,6 +11,7 @@ import pytest
 from stack_helpers import REPO_ROOT, event_lines, run_stack
 
 from stack.contract import parse_event, validate_result
+from stack.kinds import KINDS
 
 
 def write_params(tmp_path, params):
@@ -211,7 +212,7 @@ def test_kinds_lists_every_kind_as_json():
     proc = run_stack(["kinds"])
     assert proc.returncode == 0
     names = [kind["name"] for kind in json.loads(proc.stdout)]
-    assert names == ["noop", "probe"]
+    assert names == sorted(KINDS) and {"noop", "probe", "sandbox-check"} <= set(names)
 
 
 def test_sigterm_during_a_run_ends_it_errored_with_a_result(tmp_path):

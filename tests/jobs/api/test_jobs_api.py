@@ -248,3 +248,31 @@ def test_the_openapi_schema_and_docs_are_served(api):
     assert schema.status_code == 200 and b"/api/v1/jobs/" in schema.content
     docs = api.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+@pytest.mark.parametrize(
+    ("hardware", "words"),
+    [
+        ({"gpus": 8}, "unknown field"),
+        ({"memory_mb": "lots"}, "memory_mb: must be int"),
+        ({"pids": -1}, "must not be negative"),
+        ({"gpu_vendor": "intel", "gpu_count": 1}, "gpu_vendor: must be amd or nvidia"),
+    ],
+)
+def test_hardware_requests_are_validated(api, team, hardware, words):
+    response = api.post(URL, {"kind": "noop", "hardware": hardware}, format="json")
+    assert response.status_code == 400
+    assert words in " ".join(response.json()["hardware"])
+
+
+def test_a_job_may_only_name_an_image_from_the_allowed_prefixes(api, team, no_enqueue):
+    refused = api.post(URL, {"kind": "noop", "image": "evil/miner:latest"}, format="json")
+    assert refused.status_code == 400 and "image" in refused.json()
+    accepted = api.post(URL, {"kind": "noop", "image": "rocpath/debian-blas:latest"}, format="json")
+    assert accepted.status_code == 201 and accepted.json()["image"] == "rocpath/debian-blas:latest"
+
+
+def test_a_job_gets_the_image_configured_for_its_kind(api, team, settings, no_enqueue):
+    settings.ROCPATH_KIND_IMAGES = {"probe": "rocpath/rocm:6.4"}
+    assert api.post(URL, {"kind": "probe"}, format="json").json()["image"] == "rocpath/rocm:6.4"
+    assert api.post(URL, {"kind": "noop"}, format="json").json()["image"] == settings.ROCPATH_IMAGE

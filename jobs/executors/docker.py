@@ -1,0 +1,322 @@
+"""Run the stack runner in a container on the worker host's Docker engine.
+
+The sandbox is the default, not an option: no network, read-only root with a
+tmpfs for /tmp, a non-root user, every capability dropped, no-new-privileges,
+memory / CPU / pids limits from the job within server-side caps. The job's
+folder is mounted: params.json read-only, out/ writable, nothing else of the
+host. The Docker socket is never mounted into a job. Containers carry labels
+(job, worker) so that containers left by a dead worker can be found and removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+from typing import Any
+
+from django.conf import settings
+
+from jobs.executors.base import (
+    ExecutionHooks,
+    Executor,
+    ExecutorError,
+    JobSpec,
+    Outcome,
+    parse_stdout_line,
+)
+from jobs.executors.gpu import GpuProfile, GpuUnavailable, profile_for
+
+logger = logging.getLogger(__name__)
+
+LABEL_JOB = "rocpath.job"
+LABEL_WORKER = "rocpath.worker"
+LABEL_MANAGED = "rocpath.managed"
+CONTAINER_UID = 10001  # the "rocpath" user of the job images
+STOP_GRACE_S = 5
+CONTAINER_TMP = "/tmp"  # noqa: S108 - the container's own tmpfs, not the host's /tmp
+
+
+def client() -> Any:
+    import docker
+
+    try:
+        engine = docker.from_env(timeout=30)
+        engine.ping()
+    except Exception as exc:  # DockerException, connection refused, permission denied
+        raise ExecutorError(f"the Docker engine does not answer: {exc}", permanent=False) from exc
+    return engine
+
+
+def engine_available() -> bool:
+    try:
+        client()
+    except ExecutorError:
+        return False
+    return True
+
+
+def limits_for(hardware: dict) -> dict[str, int]:
+    """Memory (MiB), CPUs and pids the job asked for, within the server's caps."""
+    memory = int(hardware.get("memory_mb") or settings.ROCPATH_DOCKER_MEMORY_MB)
+    cpus = float(hardware.get("cpus") or settings.ROCPATH_DOCKER_CPUS)
+    pids = int(hardware.get("pids") or settings.ROCPATH_DOCKER_PIDS)
+    return {
+        "memory_mb": min(memory, settings.ROCPATH_DOCKER_MAX_MEMORY_MB),
+        "nano_cpus": int(min(cpus, settings.ROCPATH_DOCKER_MAX_CPUS) * 1e9),
+        "pids": min(pids, settings.ROCPATH_DOCKER_MAX_PIDS),
+    }
+
+
+def container_user() -> str:
+    """Never root: the worker's own uid, or the image's rocpath user when the worker is root."""
+    uid = os.getuid()
+    return f"{CONTAINER_UID}:{CONTAINER_UID}" if uid == 0 else f"{uid}:{os.getgid()}"
+
+
+def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
+    """The exact arguments of containers.create() for a job: the sandbox in one place."""
+    from docker.types import DeviceRequest, Mount
+
+    limits = limits_for(spec.hardware)
+    memory = f"{limits['memory_mb']}m"
+    mounts = [
+        Mount("/job/params.json", str(spec.params_file), type="bind", read_only=True),
+        Mount("/job/out", str(spec.out_dir), type="bind", read_only=False),
+    ]
+    work = spec.workdir / "work"
+    if work.is_dir():
+        mounts.append(Mount("/job/work", str(work), type="bind", read_only=True))
+    params: dict[str, Any] = {
+        "image": spec.image,
+        "entrypoint": ["python3", "-m", "stack"],
+        "command": [
+            "run",
+            spec.kind,
+            "--params",
+            "/job/params.json",
+            "--out",
+            "/job/out",
+            "--work",
+            "/job/work" if work.is_dir() else "/job",
+        ],
+        "name": f"rocpath-job-{spec.job_id}-a{spec.attempt}",
+        "labels": {
+            LABEL_MANAGED: "1",
+            LABEL_JOB: str(spec.job_id),
+            LABEL_WORKER: spec.worker,
+        },
+        "mounts": mounts,
+        "working_dir": "/job",
+        "user": container_user(),
+        "environment": {
+            "HOME": CONTAINER_TMP,
+            "ROCPATH_JOB_ID": str(spec.job_id),
+            **gpu.environment,
+        },
+        "network_mode": "none",
+        "read_only": True,
+        "tmpfs": {CONTAINER_TMP: f"rw,nosuid,nodev,exec,size={settings.ROCPATH_DOCKER_TMPFS_MB}m"},
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "mem_limit": memory,
+        "memswap_limit": memory,  # no swap: over the limit is an OOM kill, not a crawl
+        "nano_cpus": limits["nano_cpus"],
+        "pids_limit": limits["pids"],
+        "init": True,  # a real PID 1 reaps the runner's children and forwards signals
+        "detach": True,
+        "stdin_open": False,
+        "tty": False,
+    }
+    params.update(gpu.container_kwargs())
+    if "device_requests" in params:
+        params["device_requests"] = [DeviceRequest(**r) for r in params["device_requests"]]
+    return params
+
+
+class DockerExecutor(Executor):
+    name = "docker"
+
+    def __init__(self) -> None:
+        self.engine = client()
+
+    def prepare(self, spec: JobSpec) -> None:
+        super().prepare(spec)
+        if os.getuid() == 0:  # the container's user must be able to write out/
+            os.chown(spec.out_dir, CONTAINER_UID, CONTAINER_UID)
+
+    def image_digest(self, image: str) -> str:
+        import docker
+
+        try:
+            found = self.engine.images.get(image)
+        except docker.errors.ImageNotFound:
+            raise ExecutorError(
+                f"image {image} is not on this worker's host: build it with "
+                "scripts/build-images.sh (docs/containers.md)"
+            ) from None
+        digests = found.attrs.get("RepoDigests") or []
+        return digests[0].split("@", 1)[1] if digests else found.id
+
+    def execute(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
+        import docker
+
+        if not spec.image:
+            raise ExecutorError("no image was chosen for this job")
+        digest = self.image_digest(spec.image)
+        try:
+            gpu = profile_for(spec.hardware, worker_inventory())
+        except GpuUnavailable as exc:
+            raise ExecutorError(str(exc)) from exc
+        try:
+            container = self.engine.containers.create(**container_params(spec, gpu))
+        except docker.errors.APIError as exc:
+            raise ExecutorError(
+                f"could not create the container: {exc.explanation or exc}"
+            ) from exc
+        try:
+            container.start()
+            hooks.on_event(
+                {
+                    "event": "log",
+                    "level": "info",
+                    "message": f"container {container.short_id} started from {spec.image} "
+                    f"({digest[:19]}), GPU profile {gpu.name}",
+                }
+            )
+            outcome = self._follow(container, spec, hooks)
+        except docker.errors.APIError as exc:
+            raise ExecutorError(f"the Docker engine failed: {exc.explanation or exc}") from exc
+        finally:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+        outcome.image = spec.image
+        outcome.image_digest = digest
+        return outcome
+
+    def _follow(self, container: Any, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
+        outcome = Outcome()
+        lines: queue.Queue = queue.Queue()
+        reader = threading.Thread(target=_read_output, args=(container, lines), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + spec.timeout_s
+        next_cancel_check = time.monotonic() + 0.5
+        next_beat = time.monotonic() + settings.ROCPATH_HEARTBEAT_S
+        stopped = False
+        tail: list[str] = []
+        while True:
+            try:
+                item = lines.get(timeout=0.2)
+            except queue.Empty:
+                item = ()
+            if item is None:
+                break
+            if item:
+                stream, line = item
+                event = parse_stdout_line(line) if stream == "stdout" else None
+                if event is not None:
+                    hooks.on_event(event)
+                elif line:
+                    if stream == "stderr":
+                        tail = [*tail[-39:], line]
+                    hooks.on_line(line, stream)
+            now = time.monotonic()
+            if not stopped and now >= deadline:
+                outcome.timed_out = stopped = True
+                _stop(container)
+            elif not stopped and now >= next_cancel_check:
+                next_cancel_check = now + 0.5
+                if hooks.should_cancel():
+                    outcome.canceled = stopped = True
+                    _stop(container)
+            if now >= next_beat:
+                next_beat = now + settings.ROCPATH_HEARTBEAT_S
+                hooks.heartbeat()
+        status = container.wait(timeout=60)
+        container.reload()
+        state = container.attrs.get("State", {})
+        code = int(status.get("StatusCode", -1))
+        outcome.oom_killed = bool(state.get("OOMKilled"))
+        if code > 128 and not stopped:  # the init reports a signal death as 128 + signal
+            outcome.signal = code - 128
+        else:
+            outcome.exit_code = code
+        outcome.stderr_tail = tail
+        outcome.pid = None
+        return outcome
+
+
+def _stop(container: Any) -> None:
+    """SIGTERM to the runner (through the init), SIGKILL after the grace period."""
+    with contextlib.suppress(Exception):
+        container.stop(timeout=STOP_GRACE_S)
+
+
+def _read_output(container: Any, lines: queue.Queue) -> None:
+    """Split the container's demultiplexed output into lines; None when it ends."""
+    buffers = {"stdout": b"", "stderr": b""}
+    try:
+        for out, err in container.attach(
+            stdout=True, stderr=True, stream=True, logs=True, demux=True
+        ):
+            for stream, chunk in (("stdout", out), ("stderr", err)):
+                if not chunk:
+                    continue
+                data = buffers[stream] + chunk
+                *complete, buffers[stream] = data.split(b"\n")
+                for raw in complete:
+                    lines.put((stream, raw.decode("utf-8", errors="replace").rstrip("\r")))
+    except Exception as exc:  # the engine went away mid-stream
+        lines.put(("stderr", f"[rocpath] lost the container's output: {exc}"))
+    finally:
+        for stream, rest in buffers.items():
+            if rest:
+                lines.put((stream, rest.decode("utf-8", errors="replace")))
+        lines.put(None)
+
+
+_inventory: dict | None = None
+
+
+def worker_inventory() -> dict:
+    """What GPUs this worker host has, probed once per process (stack's probe, in-process)."""
+    global _inventory  # one inventory per worker process, by design
+    if _inventory is None:
+        from stack.kinds.probe import inventory
+
+        _inventory = inventory()
+    return _inventory
+
+
+def _listed(engine: Any, *labels: str) -> list[dict]:
+    """Managed containers as the engine lists them: no per-container inspect to race with."""
+    return engine.api.containers(all=True, filters={"label": [f"{LABEL_MANAGED}=1", *labels]})
+
+
+def remove_containers(*, worker: str | None = None, jobs: set[int] | None = None) -> list[str]:
+    """Remove rocpath job containers left behind: by a worker's name, or of given jobs."""
+    try:
+        engine = client()
+    except ExecutorError:
+        return []
+    removed = []
+    for item in _listed(engine, *([f"{LABEL_WORKER}={worker}"] if worker else [])):
+        job = int((item.get("Labels") or {}).get(LABEL_JOB) or 0)
+        if jobs is not None and job not in jobs:
+            continue
+        with contextlib.suppress(Exception):
+            engine.api.remove_container(item["Id"], force=True)
+            removed.append((item.get("Names") or [item["Id"][:12]])[0].lstrip("/"))
+    return removed
+
+
+def job_ids_of_containers() -> set[int]:
+    """Jobs that have a container on this host."""
+    try:
+        engine = client()
+    except ExecutorError:
+        return set()
+    return {int((item.get("Labels") or {}).get(LABEL_JOB) or 0) for item in _listed(engine)}

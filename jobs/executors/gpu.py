@@ -1,0 +1,105 @@
+"""GPU passthrough profiles: which devices, groups and variables a job container gets.
+
+Chosen from what the worker has (its inventory) and what the job asked for
+(``requested_hardware``), as plain data so the exact container parameters of
+each profile can be unit-tested without an engine or a GPU.
+"""
+
+from __future__ import annotations
+
+import grp
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    name: str  # "none" | "rocm" | "nvidia"
+    devices: list[str] = field(default_factory=list)  # host:container:perms, docker's format
+    group_add: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+    device_requests: list[dict] = field(default_factory=list)  # docker.types.DeviceRequest kwargs
+
+    def container_kwargs(self) -> dict:
+        kwargs: dict = {}
+        if self.devices:
+            kwargs["devices"] = list(self.devices)
+        if self.group_add:
+            kwargs["group_add"] = list(self.group_add)
+        if self.device_requests:
+            kwargs["device_requests"] = [dict(r) for r in self.device_requests]
+        return kwargs
+
+
+NO_GPU = GpuProfile(name="none")
+
+
+class GpuUnavailable(Exception):
+    """The job asked for GPUs this worker does not have."""
+
+
+def _group_id(name: str) -> str | None:
+    try:
+        return str(grp.getgrnam(name).gr_gid)
+    except KeyError:
+        return None
+
+
+def render_nodes(dri: Path = Path("/dev/dri")) -> list[str]:
+    """The host's /dev/dri/renderD* nodes in order: one per AMD GPU (and other GPUs)."""
+    return sorted(str(p) for p in dri.glob("renderD*")) if dri.is_dir() else []
+
+
+def rocm_profile(indices: list[int], nodes: list[str], *, kfd: str = "/dev/kfd") -> GpuProfile:
+    """ROCm: /dev/kfd plus only the chosen render nodes, video and render groups.
+
+    Passing only the chosen renderD nodes isolates GPUs at the device level;
+    ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES then number them from 0 inside.
+    """
+    if any(i >= len(nodes) for i in indices):
+        raise GpuUnavailable(f"asked for GPUs {indices}, this host has {len(nodes)} render nodes")
+    chosen = [nodes[i] for i in indices]
+    groups = [gid for gid in (_group_id("video"), _group_id("render")) if gid]
+    visible = ",".join(str(i) for i in range(len(chosen)))
+    return GpuProfile(
+        name="rocm",
+        devices=[f"{kfd}:{kfd}:rwm", *(f"{n}:{n}:rwm" for n in chosen)],
+        group_add=groups,
+        environment={"ROCR_VISIBLE_DEVICES": visible, "HIP_VISIBLE_DEVICES": visible},
+    )
+
+
+def nvidia_profile(indices: list[int]) -> GpuProfile:
+    ids = [str(i) for i in indices]
+    return GpuProfile(
+        name="nvidia",
+        device_requests=[{"driver": "nvidia", "device_ids": ids, "capabilities": [["gpu"]]}],
+        environment={
+            "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(len(ids))),
+            "NVIDIA_VISIBLE_DEVICES": ",".join(ids),
+        },
+    )
+
+
+def profile_for(hardware: dict, inventory: dict) -> GpuProfile:
+    """The profile for a job's request on a worker whose inventory (probe output) is given.
+
+    ``hardware``: {"gpu_vendor": "amd"|"nvidia"|None, "gpu_count": N, "gpu_indices": [..]}.
+    ``inventory``: the probe's environment dict for this host ("gpus": [...]).
+    """
+    count = int(hardware.get("gpu_count") or 0)
+    vendor = hardware.get("gpu_vendor")
+    if not count and not hardware.get("gpu_indices"):
+        return NO_GPU
+    gpus = [g for g in inventory.get("gpus") or [] if not vendor or g.get("vendor") == vendor]
+    if not gpus:
+        raise GpuUnavailable(f"no {vendor or ''} GPU on this worker".replace("  ", " "))
+    vendor = vendor or gpus[0].get("vendor")
+    indices = list(hardware.get("gpu_indices") or range(count))
+    if len(indices) > len(gpus):
+        raise GpuUnavailable(f"asked for {len(indices)} GPUs, this worker has {len(gpus)}")
+    if vendor == "amd":
+        return rocm_profile(indices, render_nodes())
+    if vendor == "nvidia":
+        return nvidia_profile(indices)
+    raise GpuUnavailable(f"no passthrough profile for GPU vendor {vendor!r}")

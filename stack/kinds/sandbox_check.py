@@ -1,0 +1,130 @@
+"""The sandbox-check kind: try one thing a job must not be able to do.
+
+Operators run it to see that a worker's sandbox holds (network none, read-only
+root, pids and memory limits); the container tests run it to prove it. The job
+reports what happened to the ACTION: "failed" when the system refused it (the
+sandbox held), "succeeded" when it went through. A memory hog that the kernel
+kills never gets to report: the executor sees the OOM kill and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from stack.contract import FAILED, SUCCEEDED
+from stack.runtime import RunContext, RunResult
+
+# Places outside the out folder a job might try to write to.
+OUTSIDE_PATHS = (
+    "/etc/rocpath-sandbox-check",
+    "/rocpath-sandbox-check",
+    "/opt/rocpath-sandbox-check",
+)
+# TEST-NET-1 (RFC 5737): never routed, and not a private range. It is only tried
+# when the job sees no network interface but loopback, so nothing is ever sent.
+UNROUTABLE = ("192.0.2.1", 9)
+
+
+def _write_outside(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    targets = [*OUTSIDE_PATHS, str(ctx.work / "rocpath-sandbox-check")]
+    written, refused = [], []
+    for path in targets:
+        try:
+            with open(path, "w") as handle:
+                handle.write("sandbox check\n")
+        except OSError as exc:
+            refused.append(f"{path}: {exc.strerror}")
+        else:
+            written.append(path)
+            os.unlink(path)
+    summary = {"written": written, "refused": refused}
+    if written:
+        return RunResult(status=SUCCEEDED, summary=summary)
+    return RunResult(
+        status=FAILED, summary=summary, error="every write outside the out folder was refused"
+    )
+
+
+def _network(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    try:
+        interfaces = sorted(os.listdir("/sys/class/net"))
+    except OSError:
+        interfaces = []
+    outside = [name for name in interfaces if name != "lo"]
+    if outside:
+        # Not isolated: say so without sending anything anywhere.
+        return RunResult(status=SUCCEEDED, summary={"interfaces": interfaces})
+    import socket
+
+    try:
+        socket.create_connection(UNROUTABLE, timeout=2).close()
+    except OSError as exc:
+        return RunResult(
+            status=FAILED,
+            summary={"interfaces": interfaces, "connect": str(exc)},
+            error=f"no network: {exc}",
+        )
+    return RunResult(status=SUCCEEDED, summary={"interfaces": interfaces, "connect": "ok"})
+
+
+def _fork_bomb(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    limit = int(params["max_processes"])
+    children: list[int] = []
+    refused = ""
+    try:
+        while len(children) < limit:
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                refused = f"fork refused after {len(children)} processes: {exc.strerror}"
+                break
+            if pid == 0:
+                time.sleep(60)
+                os._exit(0)
+            children.append(pid)
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                continue
+    summary = {"processes_started": len(children), "limit_tried": limit}
+    if refused:
+        return RunResult(status=FAILED, summary=summary, error=refused)
+    return RunResult(status=SUCCEEDED, summary=summary)
+
+
+def _allocate(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    megabytes = int(params["megabytes"])
+    blocks = []
+    try:
+        for i in range(megabytes):
+            block = bytearray(1024 * 1024)
+            block[::4096] = b"x" * len(block[::4096])  # touch every page
+            blocks.append(block)
+            if i % 256 == 0:
+                ctx.emit.progress(100.0 * i / megabytes, f"{i} MiB held")
+    except MemoryError:
+        return RunResult(
+            status=FAILED,
+            summary={"allocated_mb": len(blocks)},
+            error=f"allocation refused after {len(blocks)} MiB",
+        )
+    return RunResult(status=SUCCEEDED, summary={"allocated_mb": len(blocks)})
+
+
+ACTIONS = {
+    "write-outside": _write_outside,
+    "network": _network,
+    "fork-bomb": _fork_bomb,
+    "allocate-memory": _allocate,
+}
+
+
+def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    """Do the one action asked for and report whether the system let it happen."""
+    ctx.emit.log(f"sandbox check: {params['action']}")
+    return ACTIONS[params["action"]](params, ctx)

@@ -1,0 +1,137 @@
+"""Jobs in containers on the real Docker engine: REST → Celery → Docker → PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+
+import docker
+import pytest
+
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.executors.docker import LABEL_JOB
+from tests.workers import TERMINAL, wait_for_status
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def submit(api, kind: str, params: dict | None = None, **extra) -> int:
+    response = api.post(
+        "/api/v1/jobs/", {"kind": kind, "params": params or {}, **extra}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def containers_of(job_id: int) -> list[dict]:
+    """The job's containers as the engine lists them (id, State), without inspecting each."""
+    engine = docker.from_env()
+    return engine.api.containers(all=True, filters={"label": f"{LABEL_JOB}={job_id}"})
+
+
+def test_a_probe_runs_in_the_debian_image_and_records_its_digest(docker_worker, api, job_image):
+    job = wait_for_status(submit(api, "probe"), TERMINAL, timeout=120)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.executor == "docker" and job.image == job_image
+    digest = docker.from_env().images.get(job_image).id
+    assert job.image_digest == digest
+    env = job.environment
+    assert env.image_digest == digest
+    assert "trixie" in env.data["host"]["os"]
+    assert env.data["tools"]["rocminfo"]["present"] is True  # the image carries ROCm's tools
+    assert containers_of(job.pk) == []  # removed once done
+
+
+def test_a_job_cannot_write_outside_its_out_folder(docker_worker, api):
+    job = wait_for_status(submit(api, "sandbox-check", {"action": "write-outside"}), TERMINAL)
+    assert job.status == JobStatus.FAILED, job.summary
+    assert job.summary["written"] == []
+    assert any("Read-only file system" in r for r in job.summary["refused"])
+
+
+def test_a_job_cannot_open_a_network_connection(docker_worker, api):
+    job = wait_for_status(submit(api, "sandbox-check", {"action": "network"}), TERMINAL)
+    assert job.status == JobStatus.FAILED, job.summary
+    assert job.summary["interfaces"] == ["lo"]
+    assert "unreachable" in job.error.lower()
+
+
+def test_a_fork_bomb_is_stopped_by_the_pids_limit(docker_worker, api):
+    job_id = submit(
+        api, "sandbox-check", {"action": "fork-bomb", "max_processes": 5000}, hardware={"pids": 64}
+    )
+    job = wait_for_status(job_id, TERMINAL, timeout=120)
+    assert job.status == JobStatus.FAILED, job.error
+    assert "fork refused" in job.error
+    assert job.summary["processes_started"] < 64
+
+
+def test_a_memory_hog_is_oom_killed_and_reported_as_such(docker_worker, api):
+    job_id = submit(
+        api,
+        "sandbox-check",
+        {"action": "allocate-memory", "megabytes": 1024},
+        hardware={"memory_mb": 128},
+    )
+    job = wait_for_status(job_id, TERMINAL, timeout=120)
+    assert job.status == JobStatus.ERRORED
+    assert "out of memory" in job.error and "128 MiB" in job.error
+
+
+def test_a_job_past_its_timeout_is_killed_and_reported(docker_worker, api):
+    job_id = submit(api, "noop", {"seconds": 120, "steps": 120}, timeout_s=3)
+    job = wait_for_status(job_id, TERMINAL, timeout=60)
+    assert job.status == JobStatus.ERRORED and job.error == "timed out after 3 s"
+    assert containers_of(job_id) == []
+
+
+def test_cancel_removes_the_container(docker_worker, api):
+    job_id = submit(api, "noop", {"seconds": 120, "steps": 120})
+    wait_for_status(job_id, {JobStatus.RUNNING})
+    deadline = time.monotonic() + 30
+    while not [c for c in containers_of(job_id) if c["State"] == "running"]:
+        assert time.monotonic() < deadline, "the container never ran"
+        time.sleep(0.1)
+    assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
+    job = wait_for_status(job_id, TERMINAL, timeout=30)
+    assert job.status == JobStatus.CANCELED
+    assert containers_of(job_id) == []
+
+
+def test_a_worker_sigkilled_mid_job_leaves_no_container_once_reaped(docker_worker, api, settings):
+    job_id = submit(api, "noop", {"seconds": 120, "steps": 120})
+    wait_for_status(job_id, {JobStatus.RUNNING})
+    deadline = time.monotonic() + 30
+    while not containers_of(job_id):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+    docker_worker.sigkill_main_process()
+    assert containers_of(job_id), "the engine keeps the container after its worker died"
+    settings.ROCPATH_RUNNING_GRACE_S = 1
+    time.sleep(2)
+    assert services.reap_stuck_jobs() == [job_id]
+    assert services.sweep_containers()  # what every worker does when the reaper broadcasts
+    assert containers_of(job_id) == []
+    job = wait_for_status(job_id, TERMINAL)
+    assert job.status == JobStatus.ERRORED and "worker lost" in job.error
+
+
+def test_a_restarted_worker_removes_the_containers_of_its_previous_life(docker_worker, api):
+    job_id = submit(api, "noop", {"seconds": 120, "steps": 120})
+    wait_for_status(job_id, {JobStatus.RUNNING})
+    deadline = time.monotonic() + 30
+    while not containers_of(job_id):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    docker_worker.sigkill_main_process()
+    docker_worker.start()
+    job = wait_for_status(job_id, TERMINAL, timeout=30)
+    assert job.status == JobStatus.ERRORED and "restarted" in job.error
+    assert containers_of(job_id) == []
+
+
+def test_a_missing_image_is_an_errored_job_that_says_how_to_build_it(docker_worker, api):
+    job = wait_for_status(submit(api, "noop", image="rocpath/not-built:never"), TERMINAL)
+    assert job.status == JobStatus.ERRORED
+    assert "scripts/build-images.sh" in job.error

@@ -1,0 +1,132 @@
+"""The exact container parameters of each profile: the sandbox, checked without an engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.executors.base import JobSpec
+from jobs.executors.docker import container_params, limits_for
+from jobs.executors.gpu import (
+    NO_GPU,
+    GpuUnavailable,
+    nvidia_profile,
+    profile_for,
+    rocm_profile,
+)
+
+MI300X_HOST = {"gpus": [{"vendor": "amd", "model": "MI300X"} for _ in range(8)]}
+H200_HOST = {"gpus": [{"vendor": "nvidia", "model": "H200"}]}
+
+
+def _spec(tmp_path: Path, **hardware) -> JobSpec:
+    return JobSpec(
+        job_id=42,
+        kind="probe",
+        workdir=tmp_path,
+        timeout_s=60,
+        image="rocpath/debian:latest",
+        hardware=hardware,
+        worker="w1@host",
+        attempt=2,
+    )
+
+
+def test_every_job_container_is_sandboxed(tmp_path):
+    params = container_params(_spec(tmp_path), NO_GPU)
+    assert params["network_mode"] == "none"
+    assert params["read_only"] is True
+    assert params["cap_drop"] == ["ALL"]
+    assert params["security_opt"] == ["no-new-privileges"]
+    assert params["user"] != "0" and not params["user"].startswith("0:")
+    assert set(params["tmpfs"]) == {"/tmp"}
+    assert params["mem_limit"] == params["memswap_limit"]
+    assert params["pids_limit"] > 0 and params["nano_cpus"] > 0
+    assert params["labels"] == {
+        "rocpath.managed": "1",
+        "rocpath.job": "42",
+        "rocpath.worker": "w1@host",
+    }
+    assert params["name"] == "rocpath-job-42-a2"
+    assert "devices" not in params and "device_requests" not in params
+
+
+def test_only_the_job_folder_is_mounted_and_never_the_docker_socket(tmp_path):
+    params = container_params(_spec(tmp_path), NO_GPU)
+    mounts = {m["Target"]: m for m in params["mounts"]}
+    assert set(mounts) == {"/job/params.json", "/job/out"}
+    assert mounts["/job/params.json"]["ReadOnly"] is True
+    assert mounts["/job/out"]["ReadOnly"] is False
+    assert all("docker.sock" not in m["Source"] for m in params["mounts"])
+    (tmp_path / "work").mkdir()
+    with_inputs = container_params(_spec(tmp_path), NO_GPU)
+    assert {m["Target"]: m["ReadOnly"] for m in with_inputs["mounts"]}["/job/work"] is True
+
+
+def test_limits_come_from_the_job_within_the_servers_caps(settings):
+    settings.ROCPATH_DOCKER_MAX_MEMORY_MB = 1024
+    settings.ROCPATH_DOCKER_MAX_PIDS = 100
+    settings.ROCPATH_DOCKER_MAX_CPUS = 2
+    assert limits_for({"memory_mb": 512, "pids": 50, "cpus": 1}) == {
+        "memory_mb": 512,
+        "pids": 50,
+        "nano_cpus": 1_000_000_000,
+    }
+    assert limits_for({"memory_mb": 10**6, "pids": 10**6, "cpus": 64}) == {
+        "memory_mb": 1024,
+        "pids": 100,
+        "nano_cpus": 2_000_000_000,
+    }
+
+
+def test_the_rocm_profile_passes_kfd_only_the_chosen_render_nodes_and_the_gpu_groups(tmp_path):
+    nodes = [f"/dev/dri/renderD{128 + i}" for i in range(8)]
+    profile = rocm_profile([2, 5], nodes)
+    assert profile.devices == [
+        "/dev/kfd:/dev/kfd:rwm",
+        "/dev/dri/renderD130:/dev/dri/renderD130:rwm",
+        "/dev/dri/renderD133:/dev/dri/renderD133:rwm",
+    ]
+    # Inside the container the two GPUs are numbered from 0.
+    assert profile.environment == {"ROCR_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "0,1"}
+    params = container_params(_spec(tmp_path), profile)
+    assert params["devices"] == profile.devices
+    assert params["environment"]["ROCR_VISIBLE_DEVICES"] == "0,1"
+    assert params["group_add"] == profile.group_add
+
+
+def test_the_nvidia_profile_uses_device_requests(tmp_path):
+    profile = nvidia_profile([0, 3])
+    params = container_params(_spec(tmp_path), profile)
+    request = params["device_requests"][0]
+    assert request["Driver"] == "nvidia" and request["DeviceIDs"] == ["0", "3"]
+    assert request["Capabilities"] == [["gpu"]]
+    assert params["environment"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert "devices" not in params
+
+
+def test_a_cpu_job_gets_no_gpu_whatever_the_host_has():
+    assert profile_for({}, MI300X_HOST) is NO_GPU
+    assert profile_for({"gpu_count": 0}, H200_HOST) is NO_GPU
+
+
+def test_the_profile_follows_the_vendor_the_job_asked_for(monkeypatch):
+    monkeypatch.setattr(
+        "jobs.executors.gpu.render_nodes", lambda: [f"/dev/dri/renderD{128 + i}" for i in range(8)]
+    )
+    assert profile_for({"gpu_count": 1}, MI300X_HOST).name == "rocm"
+    assert profile_for({"gpu_vendor": "nvidia", "gpu_count": 1}, H200_HOST).name == "nvidia"
+
+
+@pytest.mark.parametrize(
+    ("hardware", "host"),
+    [
+        ({"gpu_vendor": "nvidia", "gpu_count": 1}, MI300X_HOST),
+        ({"gpu_count": 2}, H200_HOST),
+        ({"gpu_count": 1}, {"gpus": []}),
+    ],
+)
+def test_asking_for_gpus_the_worker_lacks_is_refused(hardware, host):
+    with pytest.raises(GpuUnavailable):
+        profile_for(hardware, host)
