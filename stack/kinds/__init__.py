@@ -213,7 +213,6 @@ SANDBOX_CHECK = Kind(
 KINDS: dict[str, Kind] = {kind.name: kind for kind in (NOOP, PROBE, SANDBOX_CHECK)}
 
 
-
 def get_kind(name: str) -> Kind:
     """The registered kind of that name; UnknownKind if there is none."""
     try:
