@@ -43,3 +43,14 @@ def reap_stuck_jobs() -> list[int]:
 @shared_task(name="jobs.noop_task", ignore_result=False)
 def noop_task() -> None:
     """A bare task: the anchor of bench/dispatch.py (what Celery and the broker cost alone)."""
+
+
+@shared_task(name="jobs.fetch_git_source", ignore_result=True, time_limit=3600)
+def fetch_git_source(snapshot_id: int) -> None:
+    """Clone a project's git source on a worker (the web process never waits on a clone)."""
+    from portal.models import SourceSnapshot
+    from portal.sources import clone
+
+    snapshot = SourceSnapshot.objects.filter(pk=snapshot_id).first()
+    if snapshot is not None and snapshot.status == SourceSnapshot.Status.PENDING:
+        clone(snapshot)

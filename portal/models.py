@@ -62,3 +62,41 @@ class AdoptionProject(models.Model):
 
     def __str__(self) -> str:
         return f"{self.team.slug}/{self.name}"
+
+
+class SourceSnapshot(models.Model):
+    """One version of a project's code: an uploaded archive or a git clone, extracted.
+
+    The tree lives under ARTIFACT_ROOT/sources/<id>/tree; scans of the project use
+    the newest ready snapshot unless a job names one.
+    """
+
+    class Origin(models.TextChoices):
+        UPLOAD = "upload", "Uploaded archive"
+        GIT = "git", "Git repository"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Fetching"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(AdoptionProject, on_delete=models.CASCADE, related_name="sources")
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    name = models.CharField(max_length=300, help_text="file name, or repository URL")
+    ref = models.CharField(max_length=200, blank=True, help_text="git branch, tag or commit")
+    commit = models.CharField(max_length=64, blank=True)
+    archive_sha256 = models.CharField(max_length=64, blank=True)
+    file_count = models.PositiveIntegerField(default=0)
+    total_bytes = models.BigIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.project} source {self.pk} ({self.origin})"

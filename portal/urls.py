@@ -17,5 +17,6 @@ urlpatterns = [
         name="artifact-download",
     ),
     path("projects/", views.project_list, name="projects"),
+    path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("account/token/", views.api_token, name="api-token"),
 ]

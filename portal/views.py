@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -19,7 +20,8 @@ from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import Artifact, IllegalTransition, Job
 from portal.access import can_write, projects_for, team_ids, teams_for, writable_team_ids
 from portal.forms import JobSubmitForm, ProjectForm
-from portal.models import Team
+from portal.models import AdoptionProject, Team
+from portal.sources import SourceError, add_git, add_upload
 from stack.kinds import KINDS
 
 
@@ -204,4 +206,44 @@ def project_list(request: HttpRequest) -> HttpResponse:
         request,
         "portal/projects.html",
         {"projects": projects_for(request.user), "form": form, "can_create": bool(teams)},
+    )
+
+
+def _project(request: HttpRequest, pk: int) -> AdoptionProject:
+    return get_object_or_404(projects_for(request.user), pk=pk)
+
+
+@login_required
+def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    project = _project(request, pk)
+    writable = can_write(request.user, project.team_id)
+    if request.method == "POST":
+        if not writable:
+            messages.error(request, "Viewers cannot add sources.")
+            return redirect("portal:project-detail", pk=pk)
+        try:
+            if archive := request.FILES.get("archive"):
+                if archive.size > settings.ROCPATH_UPLOAD_MAX_BYTES:
+                    raise SourceError(f"{archive.name!r}: larger than the upload limit")
+                snapshot = add_upload(project, archive, archive.name, request.user)
+                messages.success(
+                    request, f"Source {snapshot.pk}: {snapshot.file_count} files extracted."
+                )
+            elif url := request.POST.get("git_url", "").strip():
+                snapshot = add_git(project, url, request.POST.get("ref", "").strip(), request.user)
+                messages.info(request, f"Source {snapshot.pk}: a worker is cloning {url}.")
+            else:
+                messages.error(request, "Choose an archive or give a git URL.")
+        except SourceError as exc:
+            messages.error(request, f"Refused: {exc}")
+        return redirect("portal:project-detail", pk=pk)
+    return render(
+        request,
+        "portal/project_detail.html",
+        {
+            "project": project,
+            "sources": project.sources.all()[:20],
+            "jobs": project.jobs.select_related("created_by")[:20],
+            "can_write": writable,
+        },
     )

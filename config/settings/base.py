@@ -155,6 +155,16 @@ ROCPATH_STACK_PYTHON = env_str("ROCPATH_STACK_PYTHON", "") or None  # default: t
 # Fork local runners from a warm interpreter (stack/zygote.py) instead of starting one per job.
 ROCPATH_LOCAL_ZYGOTE = env_bool("ROCPATH_LOCAL_ZYGOTE", True)
 
+# --- project sources (uploads and git clones) ---------------------------------
+ROCPATH_UPLOAD_MAX_BYTES = env_int("ROCPATH_UPLOAD_MAX_BYTES", 512 * 1024**2, minimum=1)
+ROCPATH_SOURCE_MAX_BYTES = env_int("ROCPATH_SOURCE_MAX_BYTES", 2 * 1024**3, minimum=1)
+ROCPATH_SOURCE_MAX_FILES = env_int("ROCPATH_SOURCE_MAX_FILES", 200_000, minimum=1)
+ROCPATH_SOURCE_MAX_RATIO = float(env_int("ROCPATH_SOURCE_MAX_RATIO", 100, minimum=2))
+# Local paths (and file:// URLs) that may be cloned; everything else must be remote.
+ROCPATH_GIT_LOCAL_ALLOW = env_list("ROCPATH_GIT_LOCAL_ALLOW", [])
+ROCPATH_GIT_TIMEOUT_S = env_int("ROCPATH_GIT_TIMEOUT_S", 600, minimum=1)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024**2  # larger uploads stream to a temporary file
+
 # --- celery -------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost/")

@@ -19,3 +19,8 @@ STORAGES["staticfiles"] = {  # noqa: F405
     "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
 }
 WHITENOISE_AUTOREFRESH = True
+
+# Two suites on one machine (a developer's beside CI's) each need their own test database.
+DATABASES["default"].setdefault("TEST", {})["NAME"] = os.environ.get(  # noqa: F405
+    "ROCPATH_TEST_DB", "test_rocpath"
+)

@@ -235,3 +235,29 @@ def test_admin_pages_of_every_model_render_for_staff(team):
     ):
         assert client.get(f"/admin/{path}/").status_code == 200, path
     assert client.get(f"/admin/jobs/job/{job.pk}/change/").status_code == 200
+
+
+def test_a_member_uploads_an_archive_from_the_project_page(browser, team):
+    import io
+    import zipfile
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    project = make_project(team, "cfd")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("k.cu", "__global__ void k() {}\n")
+    upload = SimpleUploadedFile("code.zip", buffer.getvalue())
+    response = browser.post(f"/projects/{project.pk}/", {"archive": upload}, follow=True)
+    assert "1 files extracted" in response.content.decode()
+    assert project.sources.get().status == "ready"
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as archive:
+        archive.writestr("../evil.cu", "x")
+    response = browser.post(
+        f"/projects/{project.pk}/",
+        {"archive": SimpleUploadedFile("evil.zip", evil.getvalue())},
+        follow=True,
+    )
+    assert "Refused" in response.content.decode() and "../evil.cu" in response.content.decode()
+    assert project.sources.count() == 1

@@ -1,0 +1,258 @@
+"""Project sources: safe extraction of uploads and git clones by a worker task."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from portal.choices import Role
+from portal.models import SourceSnapshot
+from portal.sources import clone, git_url_allowed, tree_of
+from tests.factories import add_member, make_project, make_team, make_user
+
+
+def tar_gz(entries: list[tuple[str, bytes | None, dict]]) -> bytes:
+    """Build a .tar.gz in memory: (name, data or None for a dir/link, TarInfo fields)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data, fields in entries:
+            info = tarfile.TarInfo(name)
+            for key, value in fields.items():
+                setattr(info, key, value)
+            if data is not None:
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+            else:
+                archive.addfile(info)
+    return buffer.getvalue()
+
+
+def zip_bytes(entries: list[tuple[str, bytes]], *, symlinks: dict[str, str] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+        for name, target in (symlinks or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o120777 << 16
+            archive.writestr(info, target)
+    return buffer.getvalue()
+
+
+KERNEL = b"__global__ void k(float* x) { x[threadIdx.x] = 0; }\n"
+
+
+@pytest.fixture
+def project(team):
+    return make_project(team, "solver")
+
+
+def upload(api, project, name: str, data: bytes):
+    archive = SimpleUploadedFile(name, data, content_type="application/octet-stream")
+    return api.post(
+        f"/api/v1/projects/{project.pk}/sources/", {"archive": archive}, format="multipart"
+    )
+
+
+def nothing_on_disk(settings) -> bool:
+    root = Path(settings.ARTIFACT_ROOT) / "sources"
+    leftovers = [p for p in root.rglob("*")] if root.exists() else []
+    return leftovers == [] and not SourceSnapshot.objects.exists()
+
+
+def test_a_tar_gz_upload_becomes_the_projects_newest_source(api, project):
+    data = tar_gz([("src/", None, {"type": tarfile.DIRTYPE}), ("src/k.cu", KERNEL, {})])
+    response = upload(api, project, "code.tar.gz", data)
+    assert response.status_code == 201, response.content
+    snapshot = SourceSnapshot.objects.get()
+    assert snapshot.status == "ready" and snapshot.file_count == 1
+    assert (tree_of(snapshot) / "src" / "k.cu").read_bytes() == KERNEL
+    listed = api.get(f"/api/v1/projects/{project.pk}/sources/").json()["results"]
+    assert [s["id"] for s in listed] == [snapshot.pk]
+
+
+def test_a_zip_upload_with_an_inside_symlink_is_accepted(api, project):
+    data = zip_bytes([("a/k.cu", KERNEL)], symlinks={"a/link.cu": "k.cu"})
+    assert upload(api, project, "code.zip", data).status_code == 201
+    tree = tree_of(SourceSnapshot.objects.get())
+    assert (tree / "a" / "link.cu").read_bytes() == KERNEL
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "member"),
+    [
+        ("slip.zip", zip_bytes([("../../evil.cu", KERNEL)]), "../../evil.cu"),
+        ("abs.tar.gz", tar_gz([("/etc/evil", KERNEL, {})]), "/etc/evil"),
+        ("dots.tar.gz", tar_gz([("a/../../evil", KERNEL, {})]), "a/../../evil"),
+        (
+            "symlink.tar.gz",
+            tar_gz([("link", None, {"type": tarfile.SYMTYPE, "linkname": "/etc/passwd"})]),
+            "link",
+        ),
+        (
+            "symlink-up.tar.gz",
+            tar_gz([("a/link", None, {"type": tarfile.SYMTYPE, "linkname": "../../x"})]),
+            "a/link",
+        ),
+        ("symlink.zip", zip_bytes([], symlinks={"link": "../../../etc/passwd"}), "link"),
+        (
+            "hardlink.tar.gz",
+            tar_gz([("h", None, {"type": tarfile.LNKTYPE, "linkname": "../../etc/passwd"})]),
+            "h",
+        ),
+        ("device.tar.gz", tar_gz([("dev", None, {"type": tarfile.CHRTYPE})]), "dev"),
+    ],
+)
+def test_a_malicious_archive_is_refused_naming_the_member_and_leaves_nothing(
+    api, project, settings, name, data, member
+):
+    response = upload(api, project, name, data)
+    assert response.status_code == 400
+    assert member in response.json()["archive"][0]
+    assert nothing_on_disk(settings)
+
+
+def test_a_zip_bomb_is_refused_by_its_compression_ratio(api, project, settings):
+    bomb = zip_bytes([("zeros.bin", b"\0" * (50 * 1024 * 1024))])
+    assert len(bomb) < 1024 * 1024
+    response = upload(api, project, "bomb.zip", bomb)
+    assert response.status_code == 400 and "compression ratio" in response.json()["archive"][0]
+    assert nothing_on_disk(settings)
+
+
+def test_an_archive_over_the_size_limit_is_refused(api, project, settings):
+    settings.ROCPATH_SOURCE_MAX_BYTES = 1000
+    data = tar_gz([("big.cu", os.urandom(2000), {})])
+    response = upload(api, project, "big.tar.gz", data)
+    assert response.status_code == 400 and "more than 1000 bytes" in response.json()["archive"][0]
+    assert nothing_on_disk(settings)
+
+
+def test_too_many_files_are_refused(api, project, settings):
+    settings.ROCPATH_SOURCE_MAX_FILES = 10
+    data = zip_bytes([(f"f{i}.cu", KERNEL) for i in range(11)])
+    response = upload(api, project, "many.zip", data)
+    assert response.status_code == 400 and "more than 10 files" in response.json()["archive"][0]
+    assert nothing_on_disk(settings)
+
+
+def test_something_that_is_not_an_archive_is_refused(api, project, settings):
+    response = upload(api, project, "code.tar.gz", b"this is not gzip")
+    assert response.status_code == 400 and "not a readable tar" in response.json()["archive"][0]
+    response = upload(api, project, "code.rar", b"Rar!")
+    assert response.status_code == 400
+    assert nothing_on_disk(settings)
+
+
+def test_sending_both_or_neither_an_archive_and_a_git_url_is_a_400(api, project):
+    assert api.post(f"/api/v1/projects/{project.pk}/sources/", {}, format="json").status_code == 400
+
+
+def test_a_viewer_cannot_add_sources_and_other_teams_projects_are_404(api, team):
+    other = make_project(make_team())
+    assert upload(api, other, "x.zip", zip_bytes([("k.cu", KERNEL)])).status_code == 404
+    viewer = make_user()
+    add_member(team, viewer, Role.VIEWER)
+    client = APIClient()
+    client.force_authenticate(viewer)
+    project = make_project(team)
+    assert upload(client, project, "x.zip", zip_bytes([("k.cu", KERNEL)])).status_code == 403
+
+
+def _git_repo(path: Path) -> Path:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=env)
+    (path / "k.cu").write_bytes(KERNEL)
+    subprocess.run(["git", "-C", str(path), "add", "."], check=True, env=env)
+    subprocess.run(["git", "-C", str(path), "commit", "-qm", "k"], check=True, env=env)
+    return path
+
+
+def test_a_git_source_from_an_allowlisted_path_is_cloned_by_the_worker_task(
+    api, project, settings, tmp_path, django_capture_on_commit_callbacks, monkeypatch
+):
+    repo = _git_repo(tmp_path / "repo")
+    settings.ROCPATH_GIT_LOCAL_ALLOW = [str(tmp_path)]
+    cloned: list[int] = []
+    monkeypatch.setattr("jobs.tasks.fetch_git_source.delay", cloned.append)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post(
+            f"/api/v1/projects/{project.pk}/sources/",
+            {"git_url": f"file://{repo}", "ref": "main"},
+            format="json",
+        )
+    assert response.status_code == 201 and response.json()["status"] == "pending"
+    snapshot = SourceSnapshot.objects.get()
+    assert cloned == [snapshot.pk]
+    clone(snapshot)  # what the worker task does
+    snapshot.refresh_from_db()
+    assert snapshot.status == "ready", snapshot.error
+    assert len(snapshot.commit) == 40 and snapshot.file_count == 1
+    assert (tree_of(snapshot) / "k.cu").read_bytes() == KERNEL
+    assert not (tree_of(snapshot) / ".git").exists()
+
+
+def test_a_git_ref_that_does_not_exist_fails_the_snapshot_with_gits_words(
+    project, settings, tmp_path
+):
+    repo = _git_repo(tmp_path / "repo")
+    settings.ROCPATH_GIT_LOCAL_ALLOW = [str(tmp_path)]
+    snapshot = SourceSnapshot.objects.create(
+        project=project, origin="git", name=str(repo), ref="no-such-branch"
+    )
+    clone(snapshot)
+    snapshot.refresh_from_db()
+    assert snapshot.status == "failed" and "no-such-branch" in snapshot.error
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://github.com/org/repo.git", True),
+        ("git@github.com:org/repo.git", True),
+        ("file:///srv/other/repo", False),
+        ("/etc", False),
+        ("ftp://example.com/repo", False),
+    ],
+)
+def test_which_git_urls_may_be_cloned(settings, url, allowed):
+    settings.ROCPATH_GIT_LOCAL_ALLOW = ["/srv/allowed"]
+    assert (git_url_allowed(url) is None) is allowed
+
+
+def test_a_local_path_outside_the_allowlist_is_a_400(api, project, settings):
+    settings.ROCPATH_GIT_LOCAL_ALLOW = []
+    response = api.post(
+        f"/api/v1/projects/{project.pk}/sources/", {"git_url": "/etc"}, format="json"
+    )
+    assert (
+        response.status_code == 400 and "ROCPATH_GIT_LOCAL_ALLOW" in response.json()["git_url"][0]
+    )
+
+
+def test_a_project_is_created_through_the_api(api, team):
+    response = api.post(
+        "/api/v1/projects/",
+        {"team": team.slug, "name": "lbm", "target_gpus": ["MI300X"]},
+        format="json",
+    )
+    assert response.status_code == 201 and response["Location"].endswith(
+        f"/{response.json()['id']}/"
+    )
+    again = api.post("/api/v1/projects/", {"team": team.slug, "name": "lbm"}, format="json")
+    assert again.status_code == 400 and "name" in again.json()
