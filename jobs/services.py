@@ -28,7 +28,8 @@ from jobs.executors import ExecutorError, get_executor, resolve_executor
 from jobs.executors.base import JobSpec, Outcome
 from jobs.models import Artifact, Environment, IllegalTransition, Job, JobEvent, Measurement
 from portal.access import writable_team_ids
-from portal.models import AdoptionProject, Team
+from portal.models import AdoptionProject, SourceSnapshot, Team
+from portal.sources import newest_ready, tree_of
 from stack import contract
 from stack.kinds import KINDS, ParamsError, UnknownKind, validate_params
 
@@ -49,6 +50,12 @@ class SubmissionError(Exception):
 # --- paths ---------------------------------------------------------------------
 def job_dir(job_id: int) -> Path:
     return Path(settings.ARTIFACT_ROOT) / "jobs" / str(job_id)
+
+
+def cache_dir_for(job: Job) -> Path:
+    """A per-project, per-kind folder that outlives jobs (e.g. hipify findings by file hash)."""
+    owner = f"project-{job.project_id}" if job.project_id else f"team-{job.team_id}"
+    return Path(settings.ARTIFACT_ROOT) / "cache" / job.kind / owner
 
 
 def artifact_file(artifact: Artifact) -> Path:
@@ -73,6 +80,7 @@ def submit_job(
     launch_type: str = LaunchType.MANUAL,
     rerun_of: Job | None = None,
     image: str = "",
+    source: SourceSnapshot | None = None,
 ) -> Job:
     """Validate and create a job; it is queued once the surrounding transaction commits."""
     errors: dict[str, list[str]] = {}
@@ -104,6 +112,8 @@ def submit_job(
     limit = settings.ROCPATH_JOB_TIMEOUT_MAX_S
     if timeout_s is not None and not (1 <= timeout_s <= limit):
         errors["timeout_s"] = [f"Must be between 1 and {limit} seconds."]
+    if spec is not None:
+        project, source = _resolve_source(spec, project, source, errors)
     if hardware is not None and (hardware_errors := validate_hardware(hardware)):
         errors["hardware"] = hardware_errors
     if image and not any(image.startswith(p) for p in settings.ROCPATH_IMAGE_ALLOW):
@@ -126,10 +136,52 @@ def submit_job(
             image=image or image_for(kind),
             launch_type=launch_type,
             rerun_of=rerun_of,
+            source=source,
             timeout_s=min(timeout_s or spec.default_timeout_s, limit),
         )
         transaction.on_commit(lambda: enqueue(job))
     return job
+
+
+def rerun_job(original: Job, *, user: Any) -> Job:
+    """The same kind and parameters again; a job that reads source gets the newest snapshot."""
+    return submit_job(
+        user=user,
+        kind=original.kind,
+        params=original.params,
+        team=original.team,
+        project=original.project,
+        hardware=original.requested_hardware,
+        timeout_s=original.timeout_s,
+        launch_type=LaunchType.RERUN,
+        rerun_of=original,
+        image=original.image,
+    )
+
+
+def _resolve_source(
+    kind: Any, project: AdoptionProject | None, source: SourceSnapshot | None, errors: dict
+) -> tuple[AdoptionProject | None, SourceSnapshot | None]:
+    """The code snapshot a kind that reads source gets: the one asked for, or the newest."""
+    if not kind.takes_source:
+        if source is not None:
+            errors["source"] = [f"Jobs of kind {kind.name} do not read source code."]
+        return project, None
+    if source is not None:
+        if project is not None and source.project_id != project.pk:
+            errors["source"] = ["This source belongs to another project."]
+        elif source.status != SourceSnapshot.Status.READY:
+            errors["source"] = [f"Source {source.pk} is {source.status}, not ready."]
+        return project or source.project, source
+    if project is None:
+        errors["project"] = [f"Jobs of kind {kind.name} scan a project's code: choose the project."]
+        return project, None
+    source = newest_ready(project)
+    if source is None:
+        errors["source"] = [
+            f"Project {project.name!r} has no source code yet: upload an archive or add a git URL."
+        ]
+    return project, source
 
 
 HARDWARE_FIELDS: dict[str, tuple[type, ...]] = {
@@ -329,6 +381,8 @@ def execute_job(job_id: int, *, worker: str) -> str:
         hardware=job.requested_hardware,
         worker=worker,
         attempt=job.attempt,
+        inputs={"src": tree_of(job.source)} if job.source_id else {},
+        cache_dir=cache_dir_for(job) if job.source_id else None,
     )
     hooks = DatabaseHooks(job)
     try:

@@ -155,17 +155,7 @@ def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 def job_rerun(request: HttpRequest, pk: int) -> HttpResponse:
     original = _job(request, pk)
     try:
-        job = services.submit_job(
-            user=request.user,
-            kind=original.kind,
-            params=original.params,
-            team=original.team,
-            project=original.project,
-            hardware=original.requested_hardware,
-            timeout_s=original.timeout_s,
-            launch_type=LaunchType.RERUN,
-            rerun_of=original,
-        )
+        job = services.rerun_job(original, user=request.user)
     except services.SubmissionError as exc:
         messages.error(request, str(exc))
         return redirect("portal:job-detail", pk=original.pk)

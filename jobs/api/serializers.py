@@ -108,6 +108,7 @@ class JobSerializer(serializers.ModelSerializer):
             "params",
             "team",
             "project",
+            "source",
             "created_by",
             "status",
             "launch_type",
@@ -157,6 +158,9 @@ class JobSubmitSerializer(serializers.Serializer):
     timeout_s = serializers.IntegerField(required=False, min_value=1)
     image = serializers.CharField(
         required=False, max_length=300, help_text="container image (docker executor)"
+    )
+    source = serializers.IntegerField(
+        required=False, help_text="source snapshot id (default: the project's newest)"
     )
 
 

@@ -38,7 +38,7 @@ from jobs.api.serializers import (
 from jobs.choices import JobStatus, LaunchType
 from jobs.models import Artifact, Environment, IllegalTransition, Job
 from portal.access import can_write, projects_for, team_ids, teams_for, writable_team_ids
-from portal.models import AdoptionProject, Team
+from portal.models import AdoptionProject, SourceSnapshot, Team
 from portal.sources import SourceError, add_git, add_upload
 from stack.kinds import KINDS
 
@@ -104,6 +104,13 @@ class JobViewSet(
             project = projects_for(request.user).filter(pk=data["project"]).first()
             if project is None:
                 errors["project"] = [f"No project {data['project']} among your teams'."]
+        source = None
+        if data.get("source") is not None:
+            source = SourceSnapshot.objects.filter(
+                pk=data["source"], project__in=projects_for(request.user)
+            ).first()
+            if source is None:
+                errors["source"] = [f"No source {data['source']} among your projects'."]
         if errors:
             raise ValidationError(errors)
         try:
@@ -117,6 +124,7 @@ class JobViewSet(
                 timeout_s=data.get("timeout_s"),
                 launch_type=LaunchType.API,
                 image=data.get("image", ""),
+                source=source,
             )
         except services.SubmissionError as exc:
             raise ValidationError(exc.errors) from exc
@@ -180,18 +188,7 @@ class JobViewSet(
     def rerun(self, request: Request, pk: str | None = None) -> Response:
         original = self.get_object()
         try:
-            job = services.submit_job(
-                user=request.user,
-                kind=original.kind,
-                params=original.params,
-                team=original.team,
-                project=original.project,
-                hardware=original.requested_hardware,
-                timeout_s=original.timeout_s,
-                launch_type=LaunchType.RERUN,
-                rerun_of=original,
-                image=original.image,
-            )
+            job = services.rerun_job(original, user=request.user)
         except services.SubmissionError as exc:
             raise ValidationError(exc.errors) from exc
         body = JobSerializer(job).data

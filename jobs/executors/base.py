@@ -36,10 +36,18 @@ class JobSpec:
     memory_limit_bytes: int | None = None
     worker: str = ""
     attempt: int = 1
+    # Read-only inputs, each placed at <work>/<name>: e.g. {"src": <the source tree>}.
+    inputs: dict[str, Path] = field(default_factory=dict)
+    # A writable folder that outlives the job (per-project caches), or None.
+    cache_dir: Path | None = None
 
     @property
     def params_file(self) -> Path:
         return self.workdir / "params.json"
+
+    @property
+    def work_dir(self) -> Path:
+        return self.workdir / "work"
 
     @property
     def out_dir(self) -> Path:
@@ -83,8 +91,11 @@ class Executor(ABC):
     name: str = ""
 
     def prepare(self, spec: JobSpec) -> None:
-        """Make the out folder; engines add their own set-up (pull image, ...)."""
+        """Make the out and work folders; engines add their own set-up (inputs, image, ...)."""
         spec.out_dir.mkdir(parents=True, exist_ok=True)
+        spec.work_dir.mkdir(parents=True, exist_ok=True)
+        if spec.cache_dir is not None:
+            spec.cache_dir.mkdir(parents=True, exist_ok=True)
 
     @abstractmethod
     def execute(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome: ...

@@ -87,9 +87,12 @@ def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
         Mount("/job/params.json", str(spec.params_file), type="bind", read_only=True),
         Mount("/job/out", str(spec.out_dir), type="bind", read_only=False),
     ]
-    work = spec.workdir / "work"
-    if work.is_dir():
-        mounts.append(Mount("/job/work", str(work), type="bind", read_only=True))
+    for name, path in spec.inputs.items():
+        mounts.append(Mount(f"/job/work/{name}", str(path), type="bind", read_only=True))
+    environment = {"HOME": CONTAINER_TMP, "ROCPATH_JOB_ID": str(spec.job_id)}
+    if spec.cache_dir is not None:
+        mounts.append(Mount("/job/cache", str(spec.cache_dir), type="bind", read_only=False))
+        environment["ROCPATH_CACHE_DIR"] = "/job/cache"
     params: dict[str, Any] = {
         "image": spec.image,
         "entrypoint": ["python3", "-m", "stack"],
@@ -101,7 +104,7 @@ def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
             "--out",
             "/job/out",
             "--work",
-            "/job/work" if work.is_dir() else "/job",
+            "/job/work",
         ],
         "name": f"rocpath-job-{spec.job_id}-a{spec.attempt}",
         "labels": {
@@ -112,11 +115,7 @@ def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
         "mounts": mounts,
         "working_dir": "/job",
         "user": container_user(),
-        "environment": {
-            "HOME": CONTAINER_TMP,
-            "ROCPATH_JOB_ID": str(spec.job_id),
-            **gpu.environment,
-        },
+        "environment": {**environment, **gpu.environment},
         "network_mode": "none",
         "read_only": True,
         "tmpfs": {CONTAINER_TMP: f"rw,nosuid,nodev,exec,size={settings.ROCPATH_DOCKER_TMPFS_MB}m"},
@@ -145,8 +144,10 @@ class DockerExecutor(Executor):
 
     def prepare(self, spec: JobSpec) -> None:
         super().prepare(spec)
-        if os.getuid() == 0:  # the container's user must be able to write out/
-            os.chown(spec.out_dir, CONTAINER_UID, CONTAINER_UID)
+        if os.getuid() == 0:  # the container's user must be able to write out/ (and the cache)
+            for folder in (spec.out_dir, spec.cache_dir):
+                if folder is not None:
+                    os.chown(folder, CONTAINER_UID, CONTAINER_UID)
 
     def image_digest(self, image: str) -> str:
         import docker

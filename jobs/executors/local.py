@@ -93,6 +93,8 @@ class LocalExecutor(Executor):
             str(spec.params_file),
             "--out",
             str(spec.out_dir),
+            "--work",
+            str(spec.work_dir),
         ]
 
     def environment(self, spec: JobSpec) -> dict[str, str]:
@@ -105,7 +107,17 @@ class LocalExecutor(Executor):
                 "ROCPATH_JOB_ID": str(spec.job_id),
             }
         )
+        if spec.cache_dir is not None:
+            env["ROCPATH_CACHE_DIR"] = str(spec.cache_dir)
         return env
+
+    def prepare(self, spec: JobSpec) -> None:
+        """Inputs appear in the work folder as links to where they are kept."""
+        super().prepare(spec)
+        for name, path in spec.inputs.items():
+            link = spec.work_dir / name
+            if not link.is_symlink():
+                link.symlink_to(path, target_is_directory=path.is_dir())
 
     def execute(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
         argv = self.command(spec)

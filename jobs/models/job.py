@@ -47,6 +47,14 @@ class Job(models.Model):
         blank=True,
         related_name="jobs",
     )
+    source = models.ForeignKey(
+        "portal.SourceSnapshot",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="jobs",
+        help_text="the code snapshot the job reads (kinds that take a source)",
+    )
     requested_hardware = models.JSONField(default=dict, blank=True)
     executor = models.CharField(max_length=32, default="local")
     image = models.CharField(max_length=300, blank=True)

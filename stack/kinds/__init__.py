@@ -60,6 +60,9 @@ class Kind:
     params_schema: dict[str, Any]
     default_timeout_s: int
     runner: str
+    # The job reads a project's source tree at WORK/src (the portal mounts the newest
+    # ready snapshot there) and may keep a per-project cache in ROCPATH_CACHE_DIR.
+    takes_source: bool = False
 
     def load_runner(self) -> Runner:
         """Import the runner function now (the CLI calls this, the web side never needs to)."""

@@ -59,9 +59,15 @@ def test_only_the_job_folder_is_mounted_and_never_the_docker_socket(tmp_path):
     assert mounts["/job/params.json"]["ReadOnly"] is True
     assert mounts["/job/out"]["ReadOnly"] is False
     assert all("docker.sock" not in m["Source"] for m in params["mounts"])
-    (tmp_path / "work").mkdir()
-    with_inputs = container_params(_spec(tmp_path), NO_GPU)
-    assert {m["Target"]: m["ReadOnly"] for m in with_inputs["mounts"]}["/job/work"] is True
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    spec = _spec(tmp_path)
+    spec = JobSpec(**{**spec.__dict__, "inputs": {"src": tree}, "cache_dir": tmp_path / "cache"})
+    with_inputs = {m["Target"]: m for m in container_params(spec, NO_GPU)["mounts"]}
+    assert with_inputs["/job/work/src"]["ReadOnly"] is True
+    assert with_inputs["/job/work/src"]["Source"] == str(tree)
+    assert with_inputs["/job/cache"]["ReadOnly"] is False
+    assert container_params(spec, NO_GPU)["environment"]["ROCPATH_CACHE_DIR"] == "/job/cache"
 
 
 def test_limits_come_from_the_job_within_the_servers_caps(settings):
