@@ -21,6 +21,7 @@ from jobs.models import Artifact, IllegalTransition, Job
 from portal.access import can_write, projects_for, team_ids, teams_for, writable_team_ids
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.models import AdoptionProject, Team
+from portal.reports import gemm_charts
 from portal.sources import SourceError, add_git, add_upload
 from stack.kinds import KINDS
 
@@ -71,6 +72,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "cursor": events[-1].id if events else 0,
             "artifacts": job.artifacts.all(),
             "measurements": job.measurements.all()[:500],
+            "charts": gemm_charts(job.measurements.filter(benchmark="gemm")),
             "environment": job.environment,
             "env_data": job.environment.data if job.environment else None,
             "summary_json": json.dumps(job.summary, indent=2) if job.summary else "",
