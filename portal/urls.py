@@ -18,5 +18,11 @@ urlpatterns = [
     ),
     path("projects/", views.project_list, name="projects"),
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
+    path("projects/<int:pk>/porting/", views.project_porting, name="project-porting"),
+    path(
+        "projects/<int:pk>/sources/<int:source_pk>/file/",
+        views.source_file,
+        name="source-file",
+    ),
     path("account/token/", views.api_token, name="api-token"),
 ]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -19,10 +20,12 @@ from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import Artifact, IllegalTransition, Job
 from portal.access import can_write, projects_for, team_ids, teams_for, writable_team_ids
+from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.models import AdoptionProject, Team
+from portal.porting import FILE_COLUMNS, burn_down_series, porting_report
 from portal.reports import gemm_charts
-from portal.sources import SourceError, add_git, add_upload
+from portal.sources import SourceError, add_git, add_upload, tree_of
 from stack.kinds import KINDS
 
 
@@ -105,7 +108,8 @@ def job_log(request: HttpRequest, pk: int) -> HttpResponse:
 def job_submit(request: HttpRequest) -> HttpResponse:
     teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
     projects = projects_for(request.user).filter(team__in=teams)
-    form = JobSubmitForm(request.POST or None, teams=teams, projects=projects)
+    initial = {"project": request.GET["project"]} if request.GET.get("project", "").isdigit() else {}
+    form = JobSubmitForm(request.POST or None, teams=teams, projects=projects, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -237,5 +241,62 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "sources": project.sources.all()[:20],
             "jobs": project.jobs.select_related("created_by")[:20],
             "can_write": writable,
+        },
+    )
+
+
+@login_required
+def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
+    """The porting report; ?format=html downloads it as one self-contained file."""
+    project = _project(request, pk)
+    sort = request.GET.get("sort", "unsupported")
+    descending = request.GET.get("dir", "desc") != "asc"
+    report = porting_report(project, sort=sort, descending=descending)
+    series = burn_down_series(report["burn_down"])
+    context = {
+        "project": project,
+        "report": report,
+        "burn_down_chart": (
+            time_chart("Unsupported references across scans", series, y_title="references")
+            if report["burn_down"]
+            else None
+        ),
+        "sort": sort,
+        "descending": descending,
+        "columns": FILE_COLUMNS,
+        "files": report["files"][:1000],
+        "css": (Path(settings.BASE_DIR) / "static" / "css" / "rocpath.css").read_text()
+        if request.GET.get("format") == "html"
+        else "",
+    }
+    if request.GET.get("format") == "html":
+        response = render(request, "portal/porting_export.html", context)
+        response["Content-Disposition"] = f'attachment; filename="porting-{project.pk}.html"'
+        return response
+    return render(request, "portal/porting.html", context)
+
+
+@login_required
+def source_file(request: HttpRequest, pk: int, source_pk: int) -> HttpResponse:
+    """One file of a code snapshot, with line numbers, for the report's file:line links."""
+    project = _project(request, pk)
+    snapshot = get_object_or_404(project.sources, pk=source_pk)
+    tree = tree_of(snapshot).resolve()
+    path = (tree / request.GET.get("path", "")).resolve()
+    if not path.is_relative_to(tree) or not path.is_file():
+        raise Http404("no such file in this source")
+    data = path.read_bytes()[: 2 * 1024 * 1024]
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return render(
+        request,
+        "portal/source_file.html",
+        {
+            "project": project,
+            "snapshot": snapshot,
+            "path": path.relative_to(tree).as_posix(),
+            "lines": lines,
+            "highlight": int(request.GET.get("line", "0") or 0)
+            if request.GET.get("line", "").isdigit()
+            else 0,
         },
     )

@@ -263,6 +263,14 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         location = reverse("api:project-detail", args=[project.pk])
         return Response(ProjectSerializer(project).data, status=201, headers={"Location": location})
 
+    @extend_schema(responses={200: dict})
+    @action(detail=True, methods=["get"], url_path="porting-report")
+    def porting_report(self, request: Request, pk: str | None = None) -> Response:
+        """The HIPIFY assessment of the project: totals, burn-down, files, compile status."""
+        from portal.porting import porting_report
+
+        return Response(porting_report(self.get_object()))
+
     @extend_schema(request=SourceCreateSerializer, responses={201: SourceSerializer})
     @action(detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, JSONParser])
     def sources(self, request: Request, pk: str | None = None) -> Response:

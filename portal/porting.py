@@ -1,0 +1,157 @@
+"""The porting report of a project: what its HIPIFY scans and compile checks found.
+
+One function builds it for the page, the JSON API and the downloadable HTML alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Prefetch
+
+from jobs.choices import JobStatus
+from jobs.models import Artifact, Job, Measurement
+from jobs.services import artifact_file
+from portal.models import AdoptionProject
+
+SCAN = "hipify-scan"
+COMPILE = "compile-check"
+BURN_DOWN_METRICS = ("unsupported", "removed", "deprecated", "unconverted")
+FILE_COLUMNS = (
+    "path",
+    "lines",
+    "cuda_refs",
+    "converted_refs",
+    "unsupported",
+    "deprecated",
+    "removed",
+    "unconverted",
+    "warnings_count",
+)
+
+
+def _latest(project: AdoptionProject, kind: str) -> Job | None:
+    # A compile check whose files failed to compile "failed", and is still the answer.
+    ended = [JobStatus.SUCCEEDED, JobStatus.FAILED] if kind == COMPILE else [JobStatus.SUCCEEDED]
+    return (
+        Job.objects.filter(project=project, kind=kind, status__in=ended)
+        .select_related("source")
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+
+
+def burn_down(project: AdoptionProject) -> list[dict[str, Any]]:
+    """Per scan: when, which source, and the references in code still to port."""
+    scans = (
+        Job.objects.filter(project=project, kind=SCAN, status=JobStatus.SUCCEEDED)
+        .order_by("finished_at", "id")
+        .prefetch_related(
+            Prefetch(
+                "measurements",
+                queryset=Measurement.objects.filter(
+                    benchmark=SCAN, metric__in=(*BURN_DOWN_METRICS, "effort")
+                ),
+            )
+        )
+    )
+    history = []
+    for job in scans:
+        point: dict[str, Any] = {"job": job.pk, "at": job.finished_at, "source": job.source_id}
+        for m in job.measurements.all():
+            if m.metric == "effort":
+                point["effort_hours"] = m.value
+            elif m.case.get("scope") == "code":
+                point[m.metric] = m.value
+        history.append(point)
+    return history
+
+
+def _findings(job: Job) -> dict[str, Any] | None:
+    artifact = Artifact.objects.filter(job=job, path="hipify/findings.json").first()
+    if artifact is None:
+        return None
+    try:
+        return json.loads(artifact_file(artifact).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def file_rows(
+    findings: dict[str, Any] | None, sort: str = "unsupported", descending: bool = True
+) -> list[dict]:
+    """One row per scanned file, sortable by any column; findings counted where they are code."""
+    rows = []
+    for f in (findings or {}).get("files", []):
+        counts = f.get("counts", {})
+        row = {
+            key: f.get(key, 0)
+            for key in ("path", "lines", "cuda_refs", "converted_refs", "warnings_count")
+        }
+        for kind in ("unsupported", "deprecated", "removed", "unconverted"):
+            row[kind] = counts.get(kind, {}).get("code", 0)
+        rows.append(row)
+    key = sort if sort in FILE_COLUMNS else "unsupported"
+    rows.sort(key=lambda r: (r[key], r["path"]) if key != "path" else r["path"], reverse=descending)
+    return rows
+
+
+def compile_status(project: AdoptionProject) -> dict[str, Any] | None:
+    job = _latest(project, COMPILE)
+    if job is None:
+        return None
+    summary = job.summary or {}
+    return {
+        "job": job.pk,
+        "at": job.finished_at,
+        "targets": summary.get("per_target", {}),
+        "failed_files": summary.get("failed_files", []),
+        "first_errors": summary.get("first_errors", []),
+    }
+
+
+def porting_report(
+    project: AdoptionProject, *, sort: str = "unsupported", descending: bool = True
+) -> dict[str, Any]:
+    scan = _latest(project, SCAN)
+    summary = (scan.summary if scan else None) or {}
+    findings = _findings(scan) if scan else None
+    top = [
+        a
+        for a in summary.get("top_apis", [])
+        if a.get("kind") in ("unsupported", "removed", "unsupported_device_function")
+    ]
+    return {
+        "project": {"id": project.pk, "name": project.name, "team": project.team.slug},
+        "scan": (
+            {
+                "job": scan.pk,
+                "at": scan.finished_at,
+                "source": scan.source_id,
+                "engine": summary.get("engine"),
+                "tool": summary.get("tool"),
+            }
+            if scan
+            else None
+        ),
+        "totals": summary.get("totals"),
+        "effort": summary.get("effort"),
+        "warnings_by_kind": summary.get("warnings_by_kind", {}),
+        "families": summary.get("families", {}),
+        "identity_mappings": summary.get("identity_mappings", {}),
+        "top_unsupported": top,
+        "files": file_rows(findings, sort, descending),
+        "burn_down": burn_down(project),
+        "compile": compile_status(project),
+    }
+
+
+def burn_down_series(history: list[dict[str, Any]]) -> dict[str, list]:
+    series: dict[str, list] = defaultdict(list)
+    for point in history:
+        for metric in BURN_DOWN_METRICS:
+            if metric in point:
+                series[f"{metric} (in code)"].append((point["at"], point[metric]))
+    return dict(series)
