@@ -12,10 +12,14 @@ $BIN/python manage.py migrate --no-input
 $BIN/python manage.py collectstatic --no-input -v 0
 LOGIN=$($BIN/python manage.py bootstrap_demo)
 EXECUTOR=$($BIN/python -c 'import django; django.setup(); from jobs.executors import resolve_executor; print(resolve_executor())')
-case "$EXECUTOR" in
-    docker) EXECUTOR="docker (containers of the job image on this host's engine)" ;;
-    local) EXECUTOR="local (subprocesses; no Docker engine with the job image here: make images)" ;;
-esac
+if [ -n "${ROCPATH_EXECUTOR:-}" ] && [ "$ROCPATH_EXECUTOR" != auto ]; then
+    EXECUTOR="$EXECUTOR (ROCPATH_EXECUTOR)"
+else
+    case "$EXECUTOR" in
+        docker) EXECUTOR="docker (containers of the job image on this host's engine)" ;;
+        local) EXECUTOR="local (subprocesses: no Docker engine with the job image here; make images)" ;;
+    esac
+fi
 mkdir -p var/log
 
 pids=()
