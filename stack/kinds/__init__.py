@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from stack.blas.schema import PARAMS_SCHEMA as BLAS_BENCH_PARAMS
 from stack.contract import ERRORED, FAILED, SUCCEEDED
 
 if TYPE_CHECKING:
@@ -214,6 +215,23 @@ SANDBOX_CHECK = Kind(
 )
 
 KINDS: dict[str, Kind] = {kind.name: kind for kind in (NOOP, PROBE, SANDBOX_CHECK)}
+
+BLAS_BENCH = Kind(
+    name="blas-bench",
+    title="Math-library benchmarks",
+    description=(
+        "GEMM in every precision (FP64 to INT8) over square sweeps, user shapes and batched "
+        "problems, plus memory bandwidth, FFT and dense solvers, through PyTorch (cuBLAS / "
+        "rocBLAS / hipBLASLt), numpy, rocblas-bench or hipblaslt-bench. Each case is warmed "
+        "up, sampled until stable, checked against a float64 reference and reported with "
+        "its % of the vendor peak, the GPU clocks, power and temperature seen while it ran, "
+        "and the BF16/INT8/FP8 ratios people quote next to the measured ones."
+    ),
+    params_schema=BLAS_BENCH_PARAMS,
+    default_timeout_s=3600,
+    runner="stack.kinds.blas_bench:run",
+)
+KINDS[BLAS_BENCH.name] = BLAS_BENCH
 
 
 def get_kind(name: str) -> Kind:

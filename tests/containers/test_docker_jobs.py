@@ -135,3 +135,22 @@ def test_a_missing_image_is_an_errored_job_that_says_how_to_build_it(docker_work
     job = wait_for_status(submit(api, "noop", image="rocpath/not-built:never"), TERMINAL)
     assert job.status == JobStatus.ERRORED
     assert "scripts/build-images.sh" in job.error
+
+
+def test_a_blas_bench_on_numpy_runs_in_the_debian_image_and_stores_measurements(docker_worker, api):
+    params = {
+        "families": ["gemm"],
+        "backends": ["numpy"],
+        "device": "cpu",
+        "precisions": ["fp64", "fp32"],
+        "sizes": [64, 128],
+    }
+    job = wait_for_status(submit(api, "blas-bench", params), TERMINAL, timeout=180)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    throughput = job.measurements.filter(benchmark="gemm", metric="throughput")
+    cases = {(m.case["precision"], m.case["m"]) for m in throughput}
+    assert cases == {("fp64", 64), ("fp64", 128), ("fp32", 64), ("fp32", 128)}
+    for m in throughput:
+        assert m.unit == "TFLOP/s" and 0 < m.value < 50  # a CPU, not a miracle
+        assert len(m.samples) >= 3
+    assert job.environment is not None and job.environment.image_digest == job.image_digest

@@ -1,0 +1,241 @@
+"""Correctness checks: is the output right, within what its precision allows?
+
+A fast wrong answer is worse than a slow right one, so every case's output
+is compared with a float64 reference computed from the same inputs (see
+precisions.py for the GEMM scale and tolerances). Where the full reference
+would cost too much (a huge GEMM on a CPU) the check covers a sample of
+rows: the rows holding the largest output magnitudes (where a garbage value
+shows up), the first and last rows and random ones. Non-finite values are
+always counted over the whole output.
+
+``corrupt_*`` deliberately damage one element of an output; the job's
+``corrupt_output`` parameter uses them to prove, on the real code path, that
+the check catches a wrong result.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from stack.blas.results import CheckResult
+
+SAMPLED_ROWS = 64
+
+
+def _sample_rows(np: Any, row_peaks: Any, m: int, seed: int) -> Any:
+    """Row indices to check when the full reference is too expensive."""
+    rng = np.random.default_rng(seed)
+    wanted = {0, m - 1}
+    order = np.argsort(row_peaks)[::-1]
+    wanted.update(int(i) for i in order[:8])
+    extra = rng.choice(m, size=min(m, SAMPLED_ROWS), replace=False)
+    for i in extra:
+        if len(wanted) >= SAMPLED_ROWS:
+            break
+        wanted.add(int(i))
+    return np.array(sorted(wanted))
+
+
+# --------------------------------------------------------------------------
+# torch
+# --------------------------------------------------------------------------
+
+
+def _reference_matmul(torch: Any, a64: Any, b64: Any, split: bool) -> Any:
+    """float64 A @ B; split along k into uneven chunks when the GEMM under test was FP64.
+
+    An FP64 result checked against the same library's FP64 GEMM on the same
+    shape would be compared with itself. Summing three products of different
+    inner sizes runs other kernels in another accumulation order, so the
+    reference no longer shares the tested code path.
+    """
+    k = a64.shape[-1]
+    if not split or k < 3:
+        return torch.matmul(a64, b64)
+    cuts = [0, k // 3, k // 3 + (k - k // 3) // 2 + 1, k]
+    ref = None
+    for lo, hi in itertools.pairwise(cuts):
+        if hi <= lo:
+            continue
+        part = torch.matmul(a64[..., lo:hi], b64[..., lo:hi, :])
+        ref = part if ref is None else ref.add_(part)
+    return ref
+
+
+def gemm_check_torch(
+    torch: Any,
+    out: Any,
+    a: Any,
+    b: Any,
+    tolerance: float,
+    *,
+    full: bool,
+    seed: int = 0,
+) -> CheckResult:
+    """Check C = op(A) @ op(B) (tensors, possibly batched) against float64.
+
+    ``a`` and ``b`` are the logical operands exactly as the GEMM saw them
+    (views included); FP8 and INT8 are upcast exactly.
+    """
+    import numpy as np
+
+    out64 = out.to(torch.float64) if out.dtype != torch.float64 else out
+    nonfinite = int((~torch.isfinite(out64)).sum().item())
+    a64 = a.to(torch.float32).to(torch.float64) if a.element_size() == 1 else a.to(torch.float64)
+    b64 = b.to(torch.float32).to(torch.float64) if b.element_size() == 1 else b.to(torch.float64)
+    m = out64.shape[-2]
+    mode = "full"
+    independent = a.dtype == torch.float64
+    if full:
+        ref = _reference_matmul(torch, a64, b64, independent)
+        got = out64
+        row_norms = torch.linalg.vector_norm(a64, dim=-1)
+    else:
+        peaks_by_row = out64.abs().amax(dim=-1)
+        while peaks_by_row.dim() > 1:
+            peaks_by_row = peaks_by_row.amax(dim=0)
+        rows = _sample_rows(np, peaks_by_row.float().cpu().numpy(), m, seed)
+        index = torch.as_tensor(rows, device=out64.device)
+        ref = _reference_matmul(torch, a64.index_select(-2, index), b64, independent)
+        got = out64.index_select(-2, index)
+        row_norms = torch.linalg.vector_norm(a64.index_select(-2, index), dim=-1)
+        mode = f"rows:{len(rows)}"
+    col_norms = torch.linalg.vector_norm(b64, dim=-2)
+    scale = (row_norms.unsqueeze(-1) * col_norms.unsqueeze(-2)).clamp_min(1e-300)
+    diff = (got - ref).abs_().div_(scale)
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    error = float(diff.max().item()) if diff.numel() else 0.0
+    passed = nonfinite == 0 and error <= tolerance
+    detail = ""
+    if not passed:
+        flat = int(torch.argmax(diff.reshape(-1)).item()) if diff.numel() else 0
+        detail = (
+            f"worst element at flat index {flat} of the checked region: normalised error "
+            f"{error:.3g} > tolerance {tolerance:.3g}"
+            if nonfinite == 0
+            else f"{nonfinite} non-finite output value(s)"
+        )
+    return CheckResult(passed, error, tolerance, mode, nonfinite, detail)
+
+
+def corrupt_torch(torch: Any, out: Any, seed: int = 0) -> str:
+    """Damage one element of ``out`` in place: value + 4 * max|out| + 1. Returns where."""
+    import numpy as np
+
+    gen = torch.Generator(device="cpu").manual_seed(seed + 7919)
+    flat_index = int(torch.randint(0, out.numel(), (1,), generator=gen).item())
+    where = tuple(int(i) for i in np.unravel_index(flat_index, tuple(out.shape)))
+    if out.is_floating_point():
+        biggest = float(out.abs().max().item())
+        out[where] = float(out[where].item()) + 4 * biggest + 1
+    else:
+        biggest = int(out.abs().max().item())
+        info = torch.iinfo(out.dtype)
+        out[where] = max(info.min, min(info.max, int(out[where].item()) + 4 * biggest + 1))
+    return f"element {list(where)}"
+
+
+def relative_check_torch(
+    torch: Any, got: Any, ref: Any, tolerance: float, label: str = "full"
+) -> CheckResult:
+    """max |got - ref| / rms(ref): for FFTs and element-wise kernels."""
+    got64 = got.to(torch.complex128) if got.is_complex() else got.to(torch.float64)
+    ref64 = ref.to(torch.complex128) if ref.is_complex() else ref.to(torch.float64)
+    nonfinite = int((~torch.isfinite(got64)).sum().item())
+    rms = float(ref64.abs().pow(2).mean().sqrt().item()) or 1.0
+    diff = torch.nan_to_num((got64 - ref64).abs(), nan=float("inf"))
+    error = float(diff.max().item()) / rms if diff.numel() else 0.0
+    passed = nonfinite == 0 and error <= tolerance
+    detail = "" if passed else f"max |error| / rms(reference) = {error:.3g} > {tolerance:.3g}"
+    return CheckResult(passed, error, tolerance, label, nonfinite, detail)
+
+
+# --------------------------------------------------------------------------
+# numpy
+# --------------------------------------------------------------------------
+
+
+def _reference_matmul_numpy(np: Any, a64: Any, b64: Any, split: bool) -> Any:
+    """numpy twin of _reference_matmul."""
+    k = a64.shape[-1]
+    if not split or k < 3:
+        return np.matmul(a64, b64)
+    cuts = [0, k // 3, k // 3 + (k - k // 3) // 2 + 1, k]
+    ref = None
+    for lo, hi in itertools.pairwise(cuts):
+        if hi <= lo:
+            continue
+        part = np.matmul(a64[..., lo:hi], b64[..., lo:hi, :])
+        ref = part if ref is None else ref + part
+    return ref
+
+
+def gemm_check_numpy(
+    np: Any,
+    out: Any,
+    a: Any,
+    b: Any,
+    tolerance: float,
+    *,
+    full: bool,
+    seed: int = 0,
+) -> CheckResult:
+    """The numpy twin of gemm_check_torch."""
+    out64 = out.astype(np.float64)
+    nonfinite = int((~np.isfinite(out64)).sum())
+    a64 = a.astype(np.float64)
+    b64 = b.astype(np.float64)
+    m = out64.shape[-2]
+    mode = "full"
+    split = a.dtype == np.float64
+    if full:
+        ref = _reference_matmul_numpy(np, a64, b64, split)
+        got = out64
+        row_norms = np.linalg.norm(a64, axis=-1)
+    else:
+        peaks_by_row = np.abs(out64).max(axis=-1)
+        while peaks_by_row.ndim > 1:
+            peaks_by_row = peaks_by_row.max(axis=0)
+        rows = _sample_rows(np, peaks_by_row, m, seed)
+        ref = _reference_matmul_numpy(np, np.take(a64, rows, axis=-2), b64, split)
+        got = np.take(out64, rows, axis=-2)
+        row_norms = np.linalg.norm(np.take(a64, rows, axis=-2), axis=-1)
+        mode = f"rows:{len(rows)}"
+    col_norms = np.linalg.norm(b64, axis=-2)
+    scale = np.maximum(row_norms[..., :, None] * col_norms[..., None, :], 1e-300)
+    with np.errstate(invalid="ignore"):
+        diff = np.nan_to_num(np.abs(got - ref) / scale, nan=np.inf)
+    error = float(diff.max()) if diff.size else 0.0
+    passed = nonfinite == 0 and error <= tolerance
+    detail = ""
+    if not passed:
+        detail = (
+            f"normalised error {error:.3g} > tolerance {tolerance:.3g}"
+            if nonfinite == 0
+            else f"{nonfinite} non-finite output value(s)"
+        )
+    return CheckResult(passed, error, tolerance, mode, nonfinite, detail)
+
+
+def corrupt_numpy(np: Any, out: Any, seed: int = 0) -> str:
+    """Damage one element of ``out`` in place: value + 4 * max|out| + 1. Returns where."""
+    rng = np.random.default_rng(seed + 7919)
+    flat_index = int(rng.integers(0, out.size))
+    where = tuple(int(i) for i in np.unravel_index(flat_index, out.shape))
+    biggest = float(np.abs(out).max()) if out.size else 0.0
+    out[where] = out[where] + 4 * biggest + 1
+    return f"element {list(where)}"
+
+
+def relative_check_numpy(np: Any, got: Any, ref: Any, tolerance: float) -> CheckResult:
+    """max |got - ref| / rms(ref) in numpy."""
+    nonfinite = int((~np.isfinite(got)).sum())
+    ref64 = ref.astype(np.complex128 if np.iscomplexobj(ref) else np.float64)
+    rms = float(np.sqrt(np.mean(np.abs(ref64) ** 2))) or 1.0
+    with np.errstate(invalid="ignore"):
+        diff = np.nan_to_num(np.abs(got.astype(ref64.dtype) - ref64), nan=np.inf)
+    error = float(diff.max()) / rms if diff.size else 0.0
+    passed = nonfinite == 0 and error <= tolerance
+    detail = "" if passed else f"max |error| / rms(reference) = {error:.3g} > {tolerance:.3g}"
+    return CheckResult(passed, error, tolerance, "full", nonfinite, detail)
