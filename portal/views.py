@@ -108,7 +108,8 @@ def job_log(request: HttpRequest, pk: int) -> HttpResponse:
 def job_submit(request: HttpRequest) -> HttpResponse:
     teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
     projects = projects_for(request.user).filter(team__in=teams)
-    initial = {"project": request.GET["project"]} if request.GET.get("project", "").isdigit() else {}
+    project_id = request.GET.get("project", "")
+    initial = {"project": project_id} if project_id.isdigit() else {}
     form = JobSubmitForm(request.POST or None, teams=teams, projects=projects, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
