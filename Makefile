@@ -47,7 +47,9 @@ test: lint check
 	@scripts/test.sh
 
 bench: venv
-	$(BIN)/python bench/dispatch.py
+	$(BIN)/python bench/dispatch.py --jobs 600
+	$(BIN)/python bench/containers.py --runs 20
+	$(BIN)/python bench/hipify_scan.py
 
 images:
 	scripts/start-docker.sh

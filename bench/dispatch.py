@@ -83,6 +83,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=300)
     parser.add_argument("--clients", type=int, default=8, help="concurrent REST clients")
     parser.add_argument("--concurrency", type=int, default=4, help="worker processes")
+    parser.add_argument(
+        "--rate", type=float, default=0, help="submissions per second (0: as fast as possible)"
+    )
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--web-threads", type=int, default=4)
     args = parser.parse_args()
@@ -109,8 +112,14 @@ def main() -> None:
         busy_before = machine_busy()
         client_before = time.process_time()
         started = time.perf_counter()
+
+        def paced(i: int) -> tuple[int, float]:
+            if args.rate:  # an open-loop arrival rate, for latency below saturation
+                time.sleep(max(0.0, started + i / args.rate - time.perf_counter()))
+            return stack.submit({"kind": "noop"})
+
         with ThreadPoolExecutor(args.clients) as pool:
-            submitted = dict(pool.map(lambda _: stack.submit({"kind": "noop"}), range(args.jobs)))
+            submitted = dict(pool.map(paced, range(args.jobs)))
         submit_s = time.perf_counter() - started
         ids = list(submitted)
         while Job.objects.filter(pk__in=ids, status__in=["pending", "queued", "running"]).exists():
@@ -134,6 +143,7 @@ def main() -> None:
         report = {
             "jobs": args.jobs,
             "clients": args.clients,
+            "rate": args.rate or "as fast as possible",
             "worker_concurrency": args.concurrency,
             "web": f"{args.web_workers} gunicorn workers x {args.web_threads} threads",
             "statuses": statuses,

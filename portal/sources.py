@@ -158,6 +158,8 @@ def extract_archive(
                 files, total = _extract_zip(data_path, staging, compressed, limits)
             else:
                 raise SourceError(f"{filename!r}: not a .tar.gz, .tgz or .zip archive")
+            # mkdtemp made it private; job containers run as another user and must read it.
+            staging.chmod(0o755)
             staging.rename(target)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

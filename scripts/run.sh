@@ -8,6 +8,14 @@ HOST="${ROCPATH_HOST:-127.0.0.1}"
 PORT="${ROCPATH_PORT:-8000}"
 export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-config.settings.base}"
 
+# HIPIFY jobs run hipify-perl locally when no container engine runs them.
+if ! scripts/install-rocm-tools.sh --check >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] || sudo -n true 2>/dev/null; then
+        scripts/install-rocm-tools.sh || echo "could not install hipify-perl; HIPIFY jobs will say so" >&2
+    else
+        echo "hipify-perl is missing: run scripts/install-rocm-tools.sh as root for HIPIFY jobs" >&2
+    fi
+fi
 $BIN/python manage.py migrate --no-input
 $BIN/python manage.py collectstatic --no-input -v 0
 LOGIN=$($BIN/python manage.py bootstrap_demo)

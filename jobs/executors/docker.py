@@ -149,35 +149,37 @@ class DockerExecutor(Executor):
                 if folder is not None:
                     os.chown(folder, CONTAINER_UID, CONTAINER_UID)
 
-    def image_digest(self, image: str) -> str:
-        import docker
-
+    def digest_of(self, image_id: str) -> str:
+        """A repository digest when the image came from a registry, else its content id."""
         try:
-            found = self.engine.images.get(image)
-        except docker.errors.ImageNotFound:
-            raise ExecutorError(
-                f"image {image} is not on this worker's host: build it with "
-                "scripts/build-images.sh (docs/containers.md)"
-            ) from None
-        digests = found.attrs.get("RepoDigests") or []
-        return digests[0].split("@", 1)[1] if digests else found.id
+            digests = self.engine.api.inspect_image(image_id).get("RepoDigests") or []
+        except Exception:
+            digests = []
+        return digests[0].split("@", 1)[1] if digests else image_id
 
     def execute(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
         import docker
 
         if not spec.image:
             raise ExecutorError("no image was chosen for this job")
-        digest = self.image_digest(spec.image)
         try:
             gpu = profile_for(spec.hardware, worker_inventory())
         except GpuUnavailable as exc:
             raise ExecutorError(str(exc)) from exc
         try:
             container = self.engine.containers.create(**container_params(spec, gpu))
+        except docker.errors.ImageNotFound:
+            raise ExecutorError(
+                f"image {spec.image} is not on this worker's host: build it with "
+                "scripts/build-images.sh (docs/containers.md)"
+            ) from None
         except docker.errors.APIError as exc:
             raise ExecutorError(
                 f"could not create the container: {exc.explanation or exc}"
             ) from exc
+        # The id of the image this container was made from: what really ran, whatever
+        # the tag points at by now.
+        digest = self.digest_of(container.attrs.get("Image", ""))
         try:
             container.start()
             hooks.on_event(
@@ -192,8 +194,9 @@ class DockerExecutor(Executor):
         except docker.errors.APIError as exc:
             raise ExecutorError(f"the Docker engine failed: {exc.explanation or exc}") from exc
         finally:
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
+            # Removal (tens of ms) need not delay the job's result: it runs beside the
+            # ingest. A worker that dies first leaves it to the reaper's sweep.
+            threading.Thread(target=_remove, args=(container,), daemon=True).start()
         outcome.image = spec.image
         outcome.image_digest = digest
         return outcome
@@ -237,10 +240,10 @@ class DockerExecutor(Executor):
                 next_beat = now + settings.ROCPATH_HEARTBEAT_S
                 hooks.heartbeat()
         status = container.wait(timeout=60)
-        container.reload()
-        state = container.attrs.get("State", {})
         code = int(status.get("StatusCode", -1))
-        outcome.oom_killed = bool(state.get("OOMKilled"))
+        if code == 137:  # SIGKILL: ours, or the kernel's OOM killer? Only the engine knows.
+            container.reload()
+            outcome.oom_killed = bool(container.attrs.get("State", {}).get("OOMKilled"))
         if code > 128 and not stopped:  # the init reports a signal death as 128 + signal
             outcome.signal = code - 128
         else:
@@ -248,6 +251,11 @@ class DockerExecutor(Executor):
         outcome.stderr_tail = tail
         outcome.pid = None
         return outcome
+
+
+def _remove(container: Any) -> None:
+    with contextlib.suppress(Exception):
+        container.remove(force=True)
 
 
 def _stop(container: Any) -> None:

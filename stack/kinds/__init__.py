@@ -15,6 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from stack.blas.schema import PARAMS_SCHEMA as BLAS_BENCH_PARAMS
 from stack.contract import ERRORED, FAILED, SUCCEEDED
+from stack.hipify.schemas import (
+    COMPILE_CHECK_PARAMS,
+    HIPIFY_CONVERT_PARAMS,
+    HIPIFY_SCAN_PARAMS,
+)
 
 if TYPE_CHECKING:
     from stack.runtime import RunContext, RunResult
@@ -214,8 +219,6 @@ SANDBOX_CHECK = Kind(
     runner="stack.kinds.sandbox_check:run",
 )
 
-KINDS: dict[str, Kind] = {kind.name: kind for kind in (NOOP, PROBE, SANDBOX_CHECK)}
-
 BLAS_BENCH = Kind(
     name="blas-bench",
     title="Math-library benchmarks",
@@ -231,7 +234,60 @@ BLAS_BENCH = Kind(
     default_timeout_s=3600,
     runner="stack.kinds.blas_bench:run",
 )
-KINDS[BLAS_BENCH.name] = BLAS_BENCH
+
+
+HIPIFY_SCAN = Kind(
+    name="hipify-scan",
+    title="HIPIFY porting assessment",
+    description=(
+        "Examines every CUDA-relevant file of the source tree with hipify-perl's tables: "
+        "references it converts (by name and API family), identifiers HIP lacks, deprecated "
+        "and removed ones, each marked as in code, a comment, a string or a longer "
+        "identifier; totals, a porting-effort estimate with its inputs, findings per file "
+        "and a Markdown report. Unchanged files come from the cache."
+    ),
+    params_schema=HIPIFY_SCAN_PARAMS,
+    default_timeout_s=3600,
+    runner="stack.kinds.hipify_scan:run",
+    takes_source=True,
+)
+HIPIFY_CONVERT = Kind(
+    name="hipify-convert",
+    title="HIPIFY conversion",
+    description=(
+        "Translates the CUDA files of the source tree to HIP with hipify-perl; the "
+        "hipified tree as hipified.tar.gz and the changes as a unified diff."
+    ),
+    params_schema=HIPIFY_CONVERT_PARAMS,
+    default_timeout_s=3600,
+    runner="stack.kinds.hipify_convert:run",
+    takes_source=True,
+)
+COMPILE_CHECK = Kind(
+    name="compile-check",
+    title="HIP compile check",
+    description=(
+        "Compiles each source of the hipified tree with hipcc --offload-arch for every "
+        "target architecture (no GPU needed); compiler diagnostics parsed into file, line, "
+        "column, severity and message; pass/fail per file and per target."
+    ),
+    params_schema=COMPILE_CHECK_PARAMS,
+    default_timeout_s=7200,
+    runner="stack.kinds.compile_check:run",
+    takes_source=True,
+)
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        NOOP,
+        PROBE,
+        SANDBOX_CHECK,
+        BLAS_BENCH,
+        HIPIFY_SCAN,
+        HIPIFY_CONVERT,
+        COMPILE_CHECK,
+    )
+}
 
 
 def get_kind(name: str) -> Kind:

@@ -1,0 +1,97 @@
+"""Per-file findings cache: a re-scan re-examines only the files whose content changed.
+
+Keyed by (engine key, sha256 of the file's content). The engine key folds in
+the engine and its version, the hipify-perl script's sha256, the perl build
+and the table reader's format (:attr:`stack.hipify.tables.Tables.key`), so a
+new hipify-perl or a fixed engine never serves stale findings. Findings are
+path-free: a renamed or copied file is a hit.
+
+One SQLite file (stdlib ``sqlite3``, imported only when a cache is used): safe
+for several jobs sharing a cache folder, one file to copy or delete.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+CACHE_FILENAME = "hipify-findings-v3.sqlite3"
+
+
+class FindingsCache:
+    """get_many / put_many of findings dicts by content hash, for one engine key."""
+
+    def __init__(self, folder: str | os.PathLike[str], engine_key: str) -> None:
+        import sqlite3
+
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        self.path = Path(folder) / CACHE_FILENAME
+        self.engine_key = engine_key
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError:
+            # a damaged cache is only lost work: set it aside and start again
+            os.replace(self.path, self.path.with_suffix(f".damaged-{os.getpid()}"))
+            self._db = self._open()
+
+    def _open(self) -> Any:
+        import sqlite3
+
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        # A cache: losing the last write in a power cut is fine; an fsync per scan is not.
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS findings ("
+            " engine TEXT NOT NULL, sha256 TEXT NOT NULL,"
+            " record TEXT NOT NULL, summary BLOB NOT NULL,"
+            " PRIMARY KEY (engine, sha256))"
+        )
+        return db
+
+    def get_many(self, hashes: Iterable[str]) -> dict[str, tuple[str, bytes]]:
+        """The cached (record JSON text, marshalled aggregate) among ``hashes``."""
+        wanted = list(dict.fromkeys(hashes))
+        found: dict[str, tuple[str, bytes]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                "SELECT sha256, record, summary FROM findings"  # noqa: S608
+                f" WHERE engine = ? AND sha256 IN ({marks})",
+                [self.engine_key, *chunk],
+            )
+            for sha, record, summary in rows:
+                found[sha] = (record, summary)
+        return found
+
+    def put_many(self, items: dict[str, tuple[str, bytes]]) -> None:
+        """Store (record JSON text, marshalled aggregate) by content hash (one transaction)."""
+        if not items:
+            return
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO findings (engine, sha256, record, summary)"
+                " VALUES (?, ?, ?, ?)",
+                [
+                    (self.engine_key, sha, record, summary)
+                    for sha, (record, summary) in items.items()
+                ],
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        """Close the database."""
+        self._db.close()
+
+    def __enter__(self) -> FindingsCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

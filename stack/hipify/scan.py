@@ -1,0 +1,737 @@
+"""Scan a source tree: select the CUDA-relevant files, examine them (cached, sharded), sum up.
+
+The per-file records this produces are the unit the portal stores and pages
+through (one row per file); the totals, per-family counts, top lists and the
+effort estimate are the job summary. docs/hipify.md describes the shapes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stack.hipify.families import FAMILY_ORDER, effort_estimate, family_of
+from stack.hipify.lexer import CONTEXTS, SourceMap
+from stack.hipify.tables import Tables, load_tables
+
+FINDINGS_SCHEMA = "rocpath.hipify-findings/1"
+CUDA_EXTENSIONS = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".inl")
+ENGINES = ("fast", "hipify-perl")
+WARNING_KINDS = (
+    "unsupported",
+    "unsupported_device_function",
+    "deprecated",
+    "removed",
+    "experimental",
+    "unconverted",
+)
+_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__"}
+# Below this much to examine, starting worker processes costs more than it saves.
+PARALLEL_MIN_BYTES = 256 * 1024
+
+Progress = Callable[[float, str], None]
+
+
+# --- selecting files ---------------------------------------------------------------
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob: ``*`` and ``?`` stay within a folder, ``**`` spans folders, ``[..]`` classes.
+
+    A pattern without a slash matches the file name in any folder
+    (``*.cuh``), as .gitignore does; with one it matches the whole relative path.
+    """
+    anchored = "/" in pattern.strip("/")
+    pattern = pattern.strip("/")
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[":
+            j = pattern.find("]", i + 1)
+            if j < 0:
+                out.append(re.escape(ch))
+                i += 1
+            else:
+                body = pattern[i + 1 : j]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = j + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    body = "".join(out)
+    if anchored:
+        return re.compile(f"{body}(?:/.*)?")
+    return re.compile(f"(?:.*/)?{body}(?:/.*)?")
+
+
+def collect_files(
+    root: str | os.PathLike[str],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    extensions: Sequence[str] = CUDA_EXTENSIONS,
+    skipped: list[str] | None = None,
+) -> list[str]:
+    """Relative POSIX paths of the files to examine, sorted.
+
+    A file qualifies by extension (case-insensitive), then must match an
+    ``include`` glob when any are given and no ``exclude`` glob. Symbolic
+    links are never followed nor examined (a tree is untrusted input), and VCS
+    folders are skipped. So are names that are not valid UTF-8 (they could not be
+    reported in JSON); they are appended to ``skipped`` when it is given.
+    """
+    root = os.fspath(root)
+    inc = [glob_to_regex(p) for p in include]
+    exc = [glob_to_regex(p) for p in exclude]
+    exts = tuple(e.lower() for e in extensions)
+    found: list[str] = []
+
+    def walk(folder: str, prefix: str) -> None:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as error:
+            if folder == root:  # nothing can be scanned: say so instead of finding nothing
+                raise
+            if skipped is not None:
+                skipped.append(f"{prefix or '.'} (unreadable: {error.strerror})")
+            return
+        for entry in entries:
+            name = entry.name
+            if entry.is_symlink():
+                continue
+            rel = prefix + name
+            if entry.is_dir(follow_symlinks=False):
+                if name not in _SKIP_DIRS:
+                    walk(entry.path, rel + "/")
+                continue
+            if not name.lower().endswith(exts) or not entry.is_file(follow_symlinks=False):
+                continue
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                if skipped is not None:
+                    skipped.append(
+                        rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    )
+                continue
+            if inc and not any(rx.fullmatch(rel) for rx in inc):
+                continue
+            if any(rx.fullmatch(rel) for rx in exc):
+                continue
+            found.append(rel)
+
+    walk(root, "")
+    return sorted(found)
+
+
+# --- examining ---------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(die_with_parent: Callable[[], None] | None) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if die_with_parent is not None:
+        die_with_parent()
+
+
+def _examine_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
+    from stack.hipify.fast import examine
+
+    tables = _WORKER["tables"]
+    root = _WORKER["root"]
+    warnings = _WORKER["warnings"]
+    out = []
+    for rel, sha in chunk:
+        data = Path(root, rel).read_bytes()
+        out.append((sha, examine(data, tables, warnings=warnings)))
+    return out
+
+
+def _balanced_chunks(
+    items: list[tuple[str, str, int]], n_chunks: int
+) -> list[list[tuple[str, str]]]:
+    import heapq
+
+    heap = [(0, i) for i in range(n_chunks)]
+    chunks: list[list[tuple[str, str]]] = [[] for _ in range(n_chunks)]
+    for rel, sha, size in sorted(items, key=lambda x: -x[2]):
+        load, i = heapq.heappop(heap)
+        chunks[i].append((rel, sha))
+        heapq.heappush(heap, (load + size + 2048, i))
+    return [c for c in chunks if c]
+
+
+def examine_fast(
+    root: str,
+    items: list[tuple[str, str, int]],
+    tables: Tables,
+    *,
+    jobs: int,
+    warnings: bool = True,
+    progress: Progress | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Findings by sha256 for (relpath, sha256, size) items, sharded over ``jobs`` processes."""
+    _WORKER.update(tables=tables, root=root, warnings=warnings)
+    total_bytes = sum(size for _, _, size in items) or 1
+    results: dict[str, dict[str, Any]] = {}
+    done_bytes = 0
+    if jobs <= 1 or total_bytes < PARALLEL_MIN_BYTES or len(items) < 4:
+        for rel, sha, size in items:
+            results.update(_examine_chunk([(rel, sha)]))
+            done_bytes += size
+            if progress is not None:
+                progress(done_bytes / total_bytes, rel)
+        return results
+    import multiprocessing
+
+    from stack.hipify.fast import index_for
+    from stack.tools import _die_with_parent_preexec
+
+    index_for(tables)  # build the lookup structures once, before the fork, for every worker
+    chunks = _balanced_chunks(items, min(len(items), jobs * 8))
+    sizes = {rel: size for rel, _, size in items}
+    context = multiprocessing.get_context("fork")
+    with context.Pool(
+        jobs, initializer=_worker_init, initargs=(_die_with_parent_preexec(),)
+    ) as pool:
+        for chunk, chunk_result in zip(chunks, pool.imap(_examine_chunk, chunks), strict=True):
+            results.update(chunk_result)
+            done_bytes += sum(sizes[rel] for rel, _ in chunk)
+            if progress is not None:
+                progress(done_bytes / total_bytes, chunk[-1][0])
+    return results
+
+
+def _positions_of(text: str) -> list[int]:
+    starts = [0]
+    i = text.find("\n")
+    while i >= 0:
+        starts.append(i + 1)
+        i = text.find("\n", i + 1)
+    return starts
+
+
+def examine_with_hipify_perl(
+    root: str,
+    items: list[tuple[str, str, int]],
+    tables: Tables,
+    *,
+    jobs: int,
+    warnings: bool = True,
+    progress: Progress | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Findings by sha256 from the real tool's ``-examine`` output (the reference engine).
+
+    The tool prints no columns; each warning's column is the first occurrence
+    of its identifier on that line of the original file (for ``unconverted``,
+    the token in the original line when it is there), and its context comes
+    from that place.
+    """
+    from stack.hipify.examine import run_examine
+
+    paths = [rel for rel, _, _ in items]
+    if progress is not None:
+        progress(0.0, f"hipify-perl -examine over {len(paths)} files")
+    run = run_examine(paths, root, script=tables.script, jobs=jobs, quiet_warnings=not warnings)
+    types = {s.cuda: s.type for s in tables.substs}
+    results: dict[str, dict[str, Any]] = {}
+    for rel, sha, _size in items:
+        data = Path(root, rel).read_bytes()
+        results[sha] = findings_from_examined(run.output.files[rel], data, types)
+    if progress is not None:
+        progress(1.0, f"hipify-perl: {run.calls} calls, {run.cpu_seconds:.1f} CPU-s")
+    return results
+
+
+def findings_from_examined(examined: Any, data: bytes, types: dict[str, str]) -> dict[str, Any]:
+    """The fast engine's findings shape, from one file's parsed hipify-perl output."""
+    text = data.decode("latin-1")
+    starts = _positions_of(text)
+    smap: SourceMap | None = None
+    found = []
+    for w in examined.warnings:
+        line_no = w["line"]
+        col = -1
+        if 1 <= line_no <= len(starts):
+            start = starts[line_no - 1]
+            end = starts[line_no] - 1 if line_no < len(starts) else len(text)
+            col = text.find(w["identifier"], start, end)
+            col = col - start if col >= 0 else -1
+        if col >= 0:
+            if smap is None:
+                smap = SourceMap(text)
+            context = smap.context(starts[line_no - 1] + col, len(w["identifier"]))
+        else:
+            source = w.get("source") or ""
+            col = source.find(w["identifier"])
+            context = SourceMap(source).context(col, len(w["identifier"])) if col >= 0 else "code"
+        found.append([line_no, col, w["identifier"], w["kind"], w["since"], context])
+    by_target: dict[str, int] = {}
+    for _cuda, hip, _n in examined.refs:
+        by_target[hip] = by_target.get(hip, 0) + 1
+    refs = [
+        [cuda, hip, types.get(cuda, ""), n] + ([True] if by_target[hip] > 1 else [])
+        for cuda, hip, n in sorted(examined.refs)
+    ]
+    return {
+        "loc": examined.loc if examined.loc is not None else data.count(b"\n"),
+        "bytes": len(data),
+        "converted_refs": examined.converted_refs or 0,
+        "device_functions": None,  # not printed by the tool
+        "warnings_count": examined.warnings_count or 0,
+        "printed": examined.printed,
+        "refs": refs,
+        "warnings": found,
+    }
+
+
+# --- records and totals --------------------------------------------------------------
+#
+# A file's record (findings.json's entry) and its aggregate (what the summary sums)
+# depend only on its content, so both are computed once when the file is examined and
+# cached as JSON text: a re-scan parses only the small aggregates and copies the record
+# text into findings.json as it is.
+
+
+def _empty_kind_counts() -> dict[str, dict[str, int]]:
+    return {kind: {"total": 0, **dict.fromkeys(CONTEXTS, 0)} for kind in WARNING_KINDS}
+
+
+def record_core(findings: dict[str, Any]) -> dict[str, Any]:
+    """A file's findings.json entry without its path (docs/hipify.md, "findings.json")."""
+    refs = []
+    cuda_refs = identity_refs = 0
+    for row in findings["refs"]:
+        cuda, hip, typ, n = row[:4]
+        identity = cuda == hip
+        entry = {
+            "cuda": cuda,
+            "hip": hip,
+            "type": typ,
+            "family": family_of(cuda, typ),
+            "count": n,
+            "identity": identity,
+        }
+        if len(row) > 4 and row[4]:
+            entry["shared_target"] = True
+        refs.append(entry)
+        if identity:
+            identity_refs += n
+        else:
+            cuda_refs += n
+    counts = _empty_kind_counts()
+    warnings = []
+    for line, col, ident, kind, since, context in findings["warnings"]:
+        counts[kind]["total"] += 1
+        counts[kind][context] += 1
+        warnings.append(
+            {
+                "line": line,
+                "column": col,
+                "identifier": ident,
+                "kind": kind,
+                "since": since,
+                "context": context,
+                "family": family_of(ident),
+            }
+        )
+    return {
+        "bytes": findings["bytes"],
+        "lines": findings["loc"],
+        "printed": findings["printed"],
+        "converted_refs": findings["converted_refs"],
+        "cuda_refs": cuda_refs,
+        "identity_refs": identity_refs,
+        "device_function_refs": findings["device_functions"],
+        "warnings_count": findings["warnings_count"],
+        "counts": {k: v for k, v in counts.items() if v["total"]},
+        "refs": refs,
+        "warnings": warnings,
+    }
+
+
+def file_record(path: str, sha: str, device_code: bool, findings: dict[str, Any]) -> dict[str, Any]:
+    """One file's entry in findings.json (and one row on the portal's side)."""
+    return {"path": path, "sha256": sha, "device_code": device_code, **record_core(findings)}
+
+
+MAX_LOCATIONS = 10  # places listed per top API
+MAX_FILE_LOCATIONS = 3  # places one file contributes to that list
+
+
+def aggregate(core: dict[str, Any]) -> dict[str, Any]:
+    """What one file adds to the summary (small: counts, not the warnings themselves)."""
+    families: dict[str, dict[str, int]] = {}
+    identity: dict[str, int] = {}
+    apis: dict[str, list[Any]] = {}
+    for ref in core["refs"]:
+        if ref["identity"]:
+            identity[ref["cuda"]] = identity.get(ref["cuda"], 0) + ref["count"]
+            continue
+        fam = families.setdefault(ref["family"], {"converted_refs": 0})
+        fam["converted_refs"] += ref["count"]
+    for w in core["warnings"]:
+        kind, ctx = w["kind"], w["context"]
+        fam = families.setdefault(w["family"], {"converted_refs": 0})
+        fam[kind] = fam.get(kind, 0) + 1
+        if ctx == "code":
+            fam[f"{kind}_in_code"] = fam.get(f"{kind}_in_code", 0) + 1
+        key = f"{w['identifier']}\t{kind}"
+        api = apis.get(key)
+        if api is None:
+            api = apis[key] = [w["family"], w["since"], 0, 0, []]
+        api[2] += 1
+        api[3] += ctx == "code"
+        if len(api[4]) < MAX_FILE_LOCATIONS:
+            api[4].append([w["line"], ctx])
+    return {
+        "row": {k: core[k] for k in _ROW_KEYS},
+        "families": families,
+        "identity": identity,
+        "apis": apis,
+    }
+
+
+_ROW_KEYS = (
+    "bytes",
+    "lines",
+    "printed",
+    "converted_refs",
+    "cuda_refs",
+    "identity_refs",
+    "device_function_refs",
+    "warnings_count",
+    "counts",
+)
+
+
+def summarize(entries: list[tuple[str, bool, dict[str, Any]]], top: int = 25) -> dict[str, Any]:
+    """Totals, per-family counts, top APIs, identity mappings and the effort estimate.
+
+    ``entries`` are (path, has device code, aggregate) per file.
+    """
+    kinds = _empty_kind_counts()
+    families: dict[str, dict[str, int]] = {}
+    identity: dict[str, int] = {}
+    apis: dict[
+        str, list[Any]
+    ] = {}  # "identifier\tkind" -> [family, since, total, in_code, files, locations, n]
+    totals = {
+        "files": len(entries),
+        "files_with_findings": 0,
+        "files_with_device_code": 0,
+        "lines": 0,
+        "bytes": 0,
+        "converted_refs": 0,
+        "cuda_refs": 0,
+        "identity_refs": 0,
+        "device_function_refs": 0,
+        "warnings": 0,
+    }
+    device_refs_known = True
+    for path, device_code, agg in entries:
+        row = agg["row"]
+        totals["lines"] += row["lines"]
+        totals["bytes"] += row["bytes"]
+        totals["converted_refs"] += row["converted_refs"]
+        totals["cuda_refs"] += row["cuda_refs"]
+        totals["identity_refs"] += row["identity_refs"]
+        if row["device_function_refs"] is None:
+            device_refs_known = False
+        else:
+            totals["device_function_refs"] += row["device_function_refs"]
+        totals["warnings"] += row["warnings_count"]
+        totals["files_with_findings"] += bool(row["printed"])
+        totals["files_with_device_code"] += bool(device_code)
+        for kind, c in row["counts"].items():
+            target = kinds[kind]
+            for k, v in c.items():
+                target[k] += v
+        for name, fam in agg["families"].items():
+            into = families.setdefault(name, {"converted_refs": 0})
+            for k, v in fam.items():
+                into[k] = into.get(k, 0) + v
+        for name, n in agg["identity"].items():
+            identity[name] = identity.get(name, 0) + n
+        for key, (family, since, total, in_code, locations) in agg["apis"].items():
+            api = apis.get(key)
+            if api is None:
+                api = apis[key] = [family, since, 0, 0, 0, [], 0]
+            api[2] += total
+            api[3] += in_code
+            api[4] += 1
+            if api[6] < MAX_LOCATIONS:  # kept raw; expanded for the top APIs only
+                api[5].append((path, locations))
+                api[6] += len(locations)
+    if not device_refs_known:
+        totals["device_function_refs"] = None
+    distinct_in_code = dict.fromkeys(WARNING_KINDS, 0)
+    for key, api in apis.items():
+        if api[3]:
+            distinct_in_code[key.split("\t")[1]] += 1
+    ranked = sorted(
+        (key for key in apis if not key.endswith("\tunconverted")),
+        key=lambda k: (-apis[k][3], -apis[k][2], k),
+    )
+    top_apis = []
+    for key in ranked[:top]:
+        family, since, total, in_code, files, raw, _n = apis[key]
+        ident, kind = key.split("\t")
+        locations = [
+            {"path": path, "line": line, "context": ctx} for path, locs in raw for line, ctx in locs
+        ][:MAX_LOCATIONS]
+        top_apis.append(
+            {
+                "identifier": ident,
+                "kind": kind,
+                "family": family,
+                "since": since,
+                "total": total,
+                "in_code": in_code,
+                "files": files,
+                "locations": locations,
+            }
+        )
+    ordered_families = {name: families[name] for name in sorted(families, key=_family_rank)}
+    effort_inputs = {
+        "converted_cuda_refs": totals["cuda_refs"],
+        "unsupported_apis": distinct_in_code["unsupported"],
+        "unsupported_refs": kinds["unsupported"]["code"],
+        "removed_apis": distinct_in_code["removed"],
+        "removed_refs": kinds["removed"]["code"],
+        "deprecated_apis": distinct_in_code["deprecated"],
+        "deprecated_refs": kinds["deprecated"]["code"],
+        "unconverted_refs": kinds["unconverted"]["code"],
+        "unsupported_device_function_refs": kinds["unsupported_device_function"]["code"],
+        "files_with_device_code": totals["files_with_device_code"],
+    }
+    return {
+        "totals": totals,
+        "warnings_by_kind": kinds,
+        "families": ordered_families,
+        "top_apis": top_apis,
+        "distinct_apis": {k: v for k, v in distinct_in_code.items() if k != "unconverted"},
+        "identity_mappings": dict(sorted(identity.items())),
+        "effort": effort_estimate(effort_inputs),
+    }
+
+
+def _family_rank(name: str) -> tuple[int, str]:
+    try:
+        return FAMILY_ORDER.index(name), name
+    except ValueError:
+        return len(FAMILY_ORDER), name
+
+
+# --- the whole scan ------------------------------------------------------------------
+
+
+@dataclass
+class ScanResult:
+    """A scanned tree: per-file records (as JSON text), the summary, and how it went."""
+
+    root: str
+    engine: str
+    tables: Tables
+    files: list[tuple[str, str, bool]]  # (path, sha256, has device code)
+    cores: dict[str, str]  # sha256 -> record JSON without the path
+    aggregates: dict[str, dict[str, Any]]  # sha256 -> aggregate
+    summary: dict[str, Any]
+    examined: int
+    cached: int
+    duplicates: int
+    seconds: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Per-file counts without the warnings (for the report's file table)."""
+        return [{"path": p, **self.aggregates[sha]["row"]} for p, sha, _ in self.files]
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The findings.json entries, parsed (costly for big trees: prefer write_findings)."""
+        import json
+
+        return [
+            {"path": p, "sha256": sha, "device_code": dev, **json.loads(self.cores[sha])}
+            for p, sha, dev in self.files
+        ]
+
+    def _header(self, extra: dict[str, Any] | None) -> dict[str, Any]:
+        return {
+            "schema": FINDINGS_SCHEMA,
+            "engine": self.engine,
+            "tool": self.tables.describe(),
+            "files_examined": self.examined,
+            "files_cached": self.cached,
+            **(extra or {}),
+            "totals": self.summary["totals"],
+        }
+
+    def findings_document(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The findings.json artifact as a dict (docs/hipify.md, "findings.json")."""
+        return {**self._header(extra), "files": self.records}
+
+    def findings_json(self, extra: dict[str, Any] | None = None) -> str:
+        """findings.json as text, built from the cached record text without parsing it."""
+        import json
+
+        header = json.dumps(self._header(extra), separators=(",", ":"))
+        parts = [header[:-1], ',"files":[']
+        for i, (path, sha, dev) in enumerate(self.files):
+            if i:
+                parts.append(",")
+            parts.append(
+                f'{{"path":{json.dumps(path)},"sha256":"{sha}",'
+                f'"device_code":{"true" if dev else "false"},'
+            )
+            parts.append(self.cores[sha][1:])
+        parts.append("]}")
+        return "".join(parts)
+
+
+def engine_key(engine: str, tables: Tables, warnings: bool = True) -> str:
+    """The cache key part naming what produced a file's findings."""
+    import sys
+
+    from stack.hipify.fast import ENGINE_VERSION
+
+    # marshal (the aggregates' format) may change between Python versions
+    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    mode = "w" if warnings else "q"
+    return f"{engine}:{ENGINE_VERSION}:{RECORD_VERSION}:py{python}:{tables.key}:{mode}"
+
+
+# Bump when record_core / aggregate change shape: it is part of the cache key.
+RECORD_VERSION = 2
+
+
+def scan_tree(
+    root: str | os.PathLike[str],
+    *,
+    engine: str = "fast",
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    cache_dir: str | os.PathLike[str] | None = None,
+    jobs: int | None = None,
+    warnings: bool = True,
+    hipify_perl: str | None = None,
+    progress: Progress | None = None,
+    files: Sequence[str] | None = None,
+) -> ScanResult:
+    """Examine every CUDA-relevant file under ``root`` and sum up.
+
+    Files whose content (sha256) was examined before by the same engine and
+    tables come from ``cache_dir``; identical files are examined once. Raises
+    ToolMissing when hipify-perl (whose tables the fast engine reads) is absent.
+    """
+    import json
+    import marshal
+
+    from stack.hipify.examine import usable_cpus
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+    root = os.fspath(root)
+    tables = load_tables(hipify_perl, cache_dir=cache_dir)
+    timings["tables_s"] = time.monotonic() - started
+    skipped: list[str] = []
+    paths = (
+        list(files) if files is not None else collect_files(root, include, exclude, skipped=skipped)
+    )
+    t0 = time.monotonic()
+    hashed: list[tuple[str, str, int, bool]] = []
+    for rel in paths:
+        data = Path(root, rel).read_bytes()
+        device_code = b"__global__" in data or b"__device__" in data
+        hashed.append((rel, hashlib.sha256(data).hexdigest(), len(data), device_code))
+    timings["hash_s"] = time.monotonic() - t0
+    key = engine_key(engine, tables, warnings)
+    cache = None
+    cores: dict[str, str] = {}
+    aggregates: dict[str, dict[str, Any]] = {}
+    if cache_dir is not None:
+        from stack.hipify.cache import FindingsCache
+
+        cache = FindingsCache(cache_dir, key)
+        for sha, (core, agg) in cache.get_many(sha for _, sha, _, _ in hashed).items():
+            cores[sha] = core
+            # marshal, not pickle: it builds plain data and runs nothing; the cache
+            # holds only what scans wrote (and a bad entry fails loudly)
+            aggregates[sha] = marshal.loads(agg)  # noqa: S302
+    todo: dict[str, tuple[str, str, int]] = {}
+    for rel, sha, size, _ in hashed:
+        if sha not in cores and sha not in todo:
+            todo[sha] = (rel, sha, size)
+    duplicates = sum(1 for _, sha, _, _ in hashed if sha not in cores) - len(todo)
+    cached = len(hashed) - len(todo) - duplicates
+    t0 = time.monotonic()
+    jobs = jobs or usable_cpus()
+
+    def report(fraction: float, message: str) -> None:
+        if progress is not None:
+            progress(fraction, message)
+
+    items = list(todo.values())
+    if engine == "fast":
+        fresh = examine_fast(root, items, tables, jobs=jobs, warnings=warnings, progress=report)
+    else:
+        fresh = examine_with_hipify_perl(
+            root, items, tables, jobs=jobs, warnings=warnings, progress=report
+        )
+    timings["examine_s"] = time.monotonic() - t0
+    t0 = time.monotonic()
+    new_entries: dict[str, tuple[str, bytes]] = {}
+    for sha, findings in fresh.items():
+        core = record_core(findings)
+        agg = aggregate(core)
+        cores[sha] = json.dumps(core, separators=(",", ":"))
+        aggregates[sha] = agg
+        new_entries[sha] = (cores[sha], marshal.dumps(agg))
+    if cache is not None:
+        cache.put_many(new_entries)
+        cache.close()
+    summary = summarize([(rel, dev, aggregates[sha]) for rel, sha, _, dev in hashed])
+    if skipped:
+        summary["skipped_names"] = skipped[:100]
+    timings["summarize_s"] = time.monotonic() - t0
+    return ScanResult(
+        root=root,
+        engine=engine,
+        tables=tables,
+        files=[(rel, sha, dev) for rel, sha, _, dev in hashed],
+        cores=cores,
+        aggregates=aggregates,
+        summary=summary,
+        examined=len(todo),
+        cached=cached,
+        duplicates=duplicates,
+        seconds=time.monotonic() - started,
+        timings=timings,
+    )

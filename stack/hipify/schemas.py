@@ -1,0 +1,130 @@
+"""Parameter schemas of the hipify-scan, hipify-convert and compile-check kinds.
+
+Kept apart from the runners so that the kind registry (imported by the web
+side to list and validate) never imports the runners' code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_GLOBS = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": 500},
+    "maxItems": 200,
+    "default": [],
+}
+
+_PATH = {
+    "type": "string",
+    "maxLength": 500,
+    "pattern": r"^(?!/)(?!.*(^|/)\.\.(/|$)).*$",
+    "default": "",
+    "description": "A folder inside the source tree to work on (relative; empty: the whole tree).",
+}
+
+_JOBS = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": 256,
+    "default": 0,
+    "description": "Worker processes (0: every CPU the job may use).",
+}
+
+HIPIFY_SCAN_PARAMS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "include": {
+            **_GLOBS,
+            "description": (
+                "Globs of files to examine (none: every .cu .cuh .cpp .cc .cxx .c .h .hpp .inl). "
+                "'*' stays in a folder, '**' spans folders; a glob without '/' matches names."
+            ),
+        },
+        "exclude": {**_GLOBS, "description": "Globs of files or folders to leave out."},
+        "path": _PATH,
+        "engine": {
+            "type": "string",
+            "enum": ["fast", "hipify-perl"],
+            "default": "fast",
+            "description": (
+                "fast: rocpath's one-pass engine driven by the installed hipify-perl's tables "
+                "(same findings, far faster); hipify-perl: run the real tool's warning pass."
+            ),
+        },
+        "cache_dir": {
+            "type": ["string", "null"],
+            "maxLength": 1000,
+            "default": None,
+            "description": (
+                "Folder of the per-file findings cache (shared by a project's scans): a "
+                "re-scan re-examines only changed files. null: no cache."
+            ),
+        },
+        "jobs": _JOBS,
+    },
+    "additionalProperties": False,
+}
+
+HIPIFY_CONVERT_PARAMS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "include": {**_GLOBS, "description": "Globs of files to translate (none: all CUDA files)."},
+        "exclude": {**_GLOBS, "description": "Globs of files or folders not to translate."},
+        "path": _PATH,
+        "jobs": _JOBS,
+    },
+    "additionalProperties": False,
+}
+
+COMPILE_CHECK_PARAMS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "targets": {
+            "type": "array",
+            "items": {"type": "string", "pattern": r"^gfx[0-9a-f]{3,5}(:[a-z]+[+-])*$"},
+            "minItems": 1,
+            "maxItems": 16,
+            "uniqueItems": True,
+            "default": ["gfx942"],
+            "description": (
+                "AMD GPU architectures: gfx942 (MI300X/MI325X), gfx90a (MI250X/MI210), "
+                "gfx1100 (Radeon PRO W7900), gfx950 (MI355X), ..."
+            ),
+        },
+        "extra_flags": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 500, "pattern": r"^-"},
+            "maxItems": 100,
+            "default": [],
+            "description": "More hipcc flags (-D..., -std=c++17, -O2, ...).",
+        },
+        "include_dirs": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 500, "pattern": r"^(?!/)(?!.*(^|/)\.\.(/|$))"},
+            "maxItems": 100,
+            "default": [],
+            "description": "Folders of the tree to pass as -I (the tree's root always is).",
+        },
+        "hipify": {
+            "type": "boolean",
+            "default": True,
+            "description": (
+                "Translate WORK/src with hipify-perl first (false: WORK/src is already HIP). "
+                "Ignored when WORK/hipified.tar.gz (a hipify-convert artifact) is given."
+            ),
+        },
+        "include": {**_GLOBS, "description": "Globs of files to compile (none: all sources)."},
+        "exclude": {**_GLOBS, "description": "Globs of files not to compile."},
+        "path": _PATH,
+        "jobs": _JOBS,
+        "file_timeout_s": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 3600,
+            "default": 300,
+            "description": "Limit for one hipcc call.",
+        },
+    },
+    "additionalProperties": False,
+}

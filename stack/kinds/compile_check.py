@@ -1,0 +1,257 @@
+"""The compile-check kind: does the hipified code compile for each target GPU architecture?
+
+hipcc compiles HIP for AMD targets without a GPU (``--offload-arch=gfx942 -c``),
+so this runs anywhere hipcc is installed. Each source is compiled once per
+target, in parallel; clang's diagnostics become (file, line, column, severity,
+message) records so the portal can link each one to its line. The job fails
+(the tool ran and said no) when any file fails for any target.
+
+Input, first found: ``WORK/hipified.tar.gz`` (a hipify-convert artifact), else
+``WORK/src`` translated here with hipify-perl (``hipify: true``, the default)
+or taken as HIP already (``hipify: false``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from stack.runtime import Measurement, RunContext, RunResult
+from stack.tools import ToolError, ToolMissing, ToolTimeout, run_tool, which
+
+SOURCE_EXTENSIONS = (".hip", ".cu", ".cpp", ".cc", ".cxx", ".c")
+# hipcc treats these as HIP only when told: CUDA sources keep their names after hipify.
+HIP_LANGUAGE_EXTENSIONS = (".cu", ".cuh")
+
+
+def hipcc_argv(
+    hipcc: str,
+    source: str,
+    target: str,
+    output: str,
+    include_dirs: list[str],
+    extra_flags: list[str],
+) -> list[str]:
+    """The hipcc command line for one (file, target)."""
+    argv = [hipcc, f"--offload-arch={target}", "-c"]
+    for folder in include_dirs:
+        argv += ["-I", folder]
+    argv += extra_flags
+    if source.lower().endswith(HIP_LANGUAGE_EXTENSIONS):
+        argv += ["-x", "hip"]
+    argv += [source, "-o", output]
+    return argv
+
+
+def compile_env(home: str) -> dict[str, str]:
+    """hipcc's environment: a writable HOME and TMPDIR, and the AMD platform even beside nvcc."""
+    env = dict(os.environ)
+    env["HOME"] = home
+    env["TMPDIR"] = home
+    env["HIP_PLATFORM"] = "amd"
+    return env
+
+
+def _prepare_tree(params: dict[str, Any], ctx: RunContext, tmp: Path) -> tuple[Path, str]:
+    from stack.hipify.convert import copy_tree, extract_tar_safely, hipify_tree
+    from stack.hipify.scan import collect_files
+    from stack.kinds.hipify_scan import source_root
+
+    tarball = ctx.work / "hipified.tar.gz"
+    if tarball.is_file():
+        ctx.emit.progress(2, "unpacking hipified.tar.gz")
+        tree = extract_tar_safely(tarball, tmp / "unpacked")
+        sub = params.get("path", "")
+        return (tree / sub if sub else tree), "hipified.tar.gz"
+    root = source_root(ctx, params.get("path", ""))
+    if not root.is_dir():
+        raise FileNotFoundError(f"no input: neither {tarball} nor the folder {root}")
+    if not params.get("hipify", True):
+        return root, "src (taken as HIP)"
+    ctx.emit.progress(2, "translating src with hipify-perl")
+    files = collect_files(root)
+    dest = tmp / "hipified"
+    if files:
+        hipify_tree(root, dest, files, jobs=params.get("jobs") or None)
+    else:
+        copy_tree(root, dest)
+    return dest, "src (translated by hipify-perl here)"
+
+
+def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    """Compile every source for every target; diagnostics, pass/fail per file and target."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from stack.hipify.diagnostics import parse_clang_diagnostics
+    from stack.hipify.examine import usable_cpus
+    from stack.hipify.scan import collect_files
+
+    hipcc = which("hipcc")
+    if hipcc is None:
+        return RunResult(status="errored", error=str(ToolMissing("hipcc")))
+    targets: list[str] = list(params.get("targets") or ["gfx942"])
+    extra_flags = list(params.get("extra_flags", []))
+    timeout = float(params.get("file_timeout_s", 300))
+    jobs = params.get("jobs") or usable_cpus()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rocpath-compile-") as tmp_name:
+        tmp = Path(tmp_name)
+        try:
+            tree, origin = _prepare_tree(params, ctx, tmp)
+        except (FileNotFoundError, ValueError) as exc:
+            return RunResult(status="errored", error=str(exc))
+        except ToolMissing as exc:
+            return RunResult(status="errored", error=str(exc))
+        tree_str = str(tree)
+        files = collect_files(
+            tree, params.get("include", []), params.get("exclude", []), SOURCE_EXTENSIONS
+        )
+        include_dirs = [tree_str] + [
+            str(tree / d) for d in params.get("include_dirs", []) if (tree / d).is_dir()
+        ]
+        home = tmp / "home"
+        (home / "objects").mkdir(parents=True)
+        env = compile_env(str(home))
+        tasks = [
+            (i, rel, target)
+            for i, (target, rel) in enumerate((target, rel) for target in targets for rel in files)
+        ]
+
+        def compile_one(task: tuple[int, str, str]) -> dict[str, Any]:
+            number, rel, target = task
+            obj = home / "objects" / f"{number}.o"
+            argv = hipcc_argv(hipcc, str(tree / rel), target, str(obj), include_dirs, extra_flags)
+            t0 = time.monotonic()
+            try:
+                run = run_tool(argv, timeout, env=env, cwd=tree_str)
+                rc, stderr = run.returncode, run.stderr
+            except ToolTimeout as exc:
+                rc, stderr = -1, (exc.stderr or "") + f"\nrocpath: timed out after {timeout:g} s"
+            parsed = parse_clang_diagnostics(stderr, tree_str)
+            obj.unlink(missing_ok=True)
+            return {
+                "file": rel,
+                "target": target,
+                "ok": rc == 0,
+                "returncode": rc,
+                "seconds": round(time.monotonic() - t0, 3),
+                "diagnostics": parsed["diagnostics"],
+                "counts": parsed["counts"],
+                "stderr": stderr,
+                "argv": [os.path.basename(argv[0]), *[a.replace(tree_str, ".") for a in argv[1:]]],
+            }
+
+        results: list[dict[str, Any]] = []
+        ctx.emit.progress(
+            10, f"{len(tasks)} compilations ({len(files)} files x {len(targets)} targets)"
+        )
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+                for i, result in enumerate(pool.map(compile_one, tasks), 1):
+                    results.append(result)
+                    ctx.emit.progress(
+                        10 + 85 * i / max(1, len(tasks)), f"{result['file']} ({result['target']})"
+                    )
+        except ToolError as exc:
+            return RunResult(status="errored", error=str(exc))
+    return _result(ctx, results, files, targets, origin, started)
+
+
+def _result(
+    ctx: RunContext,
+    results: list[dict[str, Any]],
+    files: list[str],
+    targets: list[str],
+    origin: str,
+    started: float,
+) -> RunResult:
+    per_target: dict[str, dict[str, Any]] = {
+        t: {"passed": 0, "failed": 0, "errors": 0, "warnings": 0, "seconds": 0.0} for t in targets
+    }
+    per_file: dict[str, dict[str, str]] = {rel: {} for rel in files}
+    diagnostics = []
+    log = []
+    for r in results:
+        t = per_target[r["target"]]
+        t["passed" if r["ok"] else "failed"] += 1
+        t["errors"] += r["counts"]["error"] + r["counts"]["fatal error"]
+        t["warnings"] += r["counts"]["warning"]
+        t["seconds"] += r["seconds"]
+        per_file[r["file"]][r["target"]] = "pass" if r["ok"] else "fail"
+        for d in r["diagnostics"]:
+            diagnostics.append({**d, "compiled": r["file"], "target": d["target"] or r["target"]})
+        if not r["ok"] or r["stderr"].strip():
+            log.append(f"$ {' '.join(r['argv'])}\n# exit status {r['returncode']}\n{r['stderr']}\n")
+    for t in per_target.values():
+        t["seconds"] = round(t["seconds"], 3)
+    failed_files = sorted(rel for rel, st in per_file.items() if "fail" in st.values())
+    errors = [d for d in diagnostics if d["severity"] in ("error", "fatal error")]
+    document = {
+        "schema": "rocpath.compile-check/1",
+        "input": origin,
+        "targets": targets,
+        "per_target": per_target,
+        "files": [{"path": rel, "targets": st} for rel, st in per_file.items()],
+        "diagnostics": diagnostics,
+    }
+    artifacts = [
+        ctx.write_artifact(
+            "compile/diagnostics.json",
+            json.dumps(document, indent=1),
+            "application/json",
+            "pass/fail per file and target, and every compiler diagnostic",
+        )
+    ]
+    if log:
+        artifacts.append(
+            ctx.write_artifact(
+                "compile/hipcc.log", "\n".join(log), "text/plain; charset=utf-8", "hipcc's output"
+            )
+        )
+    measurements = []
+    for target, t in per_target.items():
+        for metric, unit, better in (
+            ("files_passed", "files", "higher"),
+            ("files_failed", "files", "lower"),
+            ("errors", "diagnostics", "lower"),
+            ("warnings", "diagnostics", "lower"),
+        ):
+            key = metric.replace("files_", "")
+            measurements.append(
+                Measurement(
+                    "compile-check",
+                    metric,
+                    unit,
+                    t[key],
+                    [t[key]],
+                    case={"target": target},
+                    better=better,
+                )
+            )
+    summary = {
+        "input": origin,
+        "targets": targets,
+        "files": len(files),
+        "per_target": per_target,
+        "failed_files": failed_files[:200],
+        "first_errors": [
+            {k: d[k] for k in ("file", "line", "column", "severity", "message", "target")}
+            for d in errors[:50]
+        ],
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    if not files:
+        ctx.emit.log("no source files to compile", "warning")
+    status = "failed" if failed_files else "succeeded"
+    error = None
+    if failed_files:
+        error = f"{len(failed_files)} of {len(files)} files failed to compile for " + ", ".join(
+            t for t, v in per_target.items() if v["failed"]
+        )
+    return RunResult(
+        status=status, measurements=measurements, summary=summary, artifacts=artifacts, error=error
+    )

@@ -1,0 +1,163 @@
+"""The hipify-scan kind: how much of a CUDA tree hipify converts, and what is left to port.
+
+Input: the source tree in the job's work folder (``WORK/src``; the portal puts
+an upload or a clone there). Output: findings per file (``hipify/findings.json``),
+a Markdown report, and the totals as measurements, so the portal can draw the
+burn-down of unsupported references across scans.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from stack.runtime import Measurement, RunContext, RunResult
+from stack.tools import ToolMissing
+
+SOURCE_DIR = "src"
+
+
+def source_root(ctx: RunContext, subpath: str = "") -> Path:
+    """WORK/src, or a folder inside it; ValueError for a path that leaves it."""
+    base = (ctx.work / SOURCE_DIR).resolve()
+    root = (base / subpath).resolve() if subpath else base
+    if root != base and base not in root.parents:
+        raise ValueError(f"path {subpath!r} leaves the source tree")
+    return root
+
+
+def measurements_for(summary: dict[str, Any], engine: str) -> list[Measurement]:
+    """Totals as measurements: everything here is CUDA work left, so lower is better."""
+    totals = summary["totals"]
+    out = [
+        Measurement(
+            "hipify-scan", "files", "files", totals["files"], [totals["files"]], better="lower"
+        ),
+        Measurement(
+            "hipify-scan", "lines", "lines", totals["lines"], [totals["lines"]], better="lower"
+        ),
+        Measurement(
+            "hipify-scan",
+            "converted_refs",
+            "refs",
+            totals["converted_refs"],
+            [totals["converted_refs"]],
+            better="lower",
+        ),
+        Measurement(
+            "hipify-scan",
+            "cuda_refs",
+            "refs",
+            totals["cuda_refs"],
+            [totals["cuda_refs"]],
+            better="lower",
+        ),
+        Measurement(
+            "hipify-scan",
+            "warnings",
+            "warnings",
+            totals["warnings"],
+            [totals["warnings"]],
+            better="lower",
+        ),
+    ]
+    for kind, counts in summary["warnings_by_kind"].items():
+        for scope, value in (("all", counts["total"]), ("code", counts["code"])):
+            out.append(
+                Measurement(
+                    "hipify-scan",
+                    kind,
+                    "refs",
+                    value,
+                    [value],
+                    case={"scope": scope},
+                    better="lower",
+                )
+            )
+    hours = summary["effort"]["hours"]
+    out.append(Measurement("hipify-scan", "effort", "h", hours, [hours], better="lower"))
+    return out
+
+
+def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    """Scan WORK/src with the chosen engine; findings, report and totals out."""
+    from stack.hipify.report import markdown_report
+    from stack.hipify.scan import scan_tree
+
+    started = time.monotonic()
+    # The orchestrator gives each project a cache that outlives jobs (ROCPATH_CACHE_DIR);
+    # a param names another one.
+    cache_dir = params.get("cache_dir") or os.environ.get("ROCPATH_CACHE_DIR") or None
+    try:
+        root = source_root(ctx, params.get("path", ""))
+    except ValueError as exc:
+        return RunResult(status="errored", error=str(exc))
+    if not root.is_dir():
+        return RunResult(
+            status="errored",
+            error=(
+                f"no source tree: {root} is not a folder "
+                f"(the job's work folder must hold {SOURCE_DIR}/)"
+            ),
+        )
+    engine = params.get("engine", "fast")
+    ctx.emit.progress(1, f"reading hipify-perl's tables ({engine} engine)")
+
+    def progress(fraction: float, message: str) -> None:
+        ctx.emit.progress(5 + 85 * fraction, message)
+
+    try:
+        result = scan_tree(
+            root,
+            engine=engine,
+            include=params.get("include", []),
+            exclude=params.get("exclude", []),
+            cache_dir=cache_dir,
+            jobs=params.get("jobs") or None,
+            progress=progress,
+        )
+    except ToolMissing as exc:
+        return RunResult(status="errored", error=str(exc))
+    ctx.emit.progress(92, "writing findings and report")
+    source = {
+        "path": params.get("path", ""),
+        "include": params.get("include", []),
+        "exclude": params.get("exclude", []),
+    }
+    summary = dict(result.summary)
+    summary["engine"] = engine
+    summary["tool"] = result.tables.describe()
+    summary["incremental"] = {
+        "examined": result.examined,
+        "cached": result.cached,
+        "duplicates": result.duplicates,
+        "cache_dir": cache_dir,
+    }
+    summary["timings_s"] = {k: round(v, 3) for k, v in result.timings.items()}
+    summary["seconds"] = round(time.monotonic() - started, 3)
+    artifacts = [
+        ctx.write_artifact(
+            "hipify/findings.json",
+            result.findings_json({"source": source}),
+            "application/json",
+            "per-file findings of the scan (docs/hipify.md describes the shape)",
+        ),
+        ctx.write_artifact(
+            "hipify/report.md",
+            markdown_report(result, summary),
+            "text/markdown; charset=utf-8",
+            "the porting assessment as Markdown",
+        ),
+    ]
+    ctx.emit.log(
+        f"{result.examined} files examined, {result.cached} from the cache; "
+        f"{summary['totals']['warnings']} warnings"
+    )
+    return RunResult(
+        status="succeeded",
+        measurements=measurements_for(summary, engine),
+        summary=summary,
+        artifacts=artifacts,
+    )

@@ -1,0 +1,127 @@
+"""The porting report, from a real hipify-scan of an uploaded tree (real hipify-perl)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from django.test import Client
+
+from jobs import services
+from jobs.choices import JobStatus
+from portal.sources import add_upload
+from stack.tools import which
+from tests.factories import make_project
+
+pytestmark = pytest.mark.skipif(
+    which("hipify-perl") is None,
+    reason="hipify-perl is not installed (scripts/install-rocm-tools.sh)",
+)
+
+CUDA = """#include <cuda_runtime.h>
+// texture references are gone in CUDA 12
+texture<float, 1> tex;
+__global__ void scale(float* x) { x[threadIdx.x] *= 2.0f; }
+int main() {
+  float* d; cudaMalloc(&d, 1024);
+  cudaGraphExecNodeSetParams(0, 0, 0);
+  cudaFree(d);
+}
+"""
+
+
+def _scan(user, project) -> int:
+    job = services.submit_job(user=user, kind="hipify-scan", project=project)
+    job.mark_queued("t")
+    assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED, (
+        job.refresh_from_db() or job.error
+    )
+    return job.pk
+
+
+def _upload(project, user, text: str):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("src/k.cu", text)
+    buffer.seek(0)
+    return add_upload(project, buffer, "code.zip", user)
+
+
+def test_the_report_shows_totals_top_unsupported_with_locations_and_the_burn_down(user, team):
+    project = make_project(team, "solver")
+    _upload(project, user, CUDA)
+    first = _scan(user, project)
+    # The team ports the unsupported call away; the re-scan shows the burn-down.
+    _upload(project, user, CUDA.replace("  cudaGraphExecNodeSetParams(0, 0, 0);\n", ""))
+    second = _scan(user, project)
+
+    client = Client()
+    client.force_login(user)
+    html = client.get(f"/projects/{project.pk}/porting/").content.decode()
+    assert f"job {second}" in html.lower() or f">{second}<" in html
+    assert (
+        "cudaGraphExecNodeSetParams" not in html.split("What HIP lacks")[1].split("</section>")[0]
+    )
+    assert "texture" in html and "src/k.cu:3" in html  # the removed texture reference, at its line
+    assert "Burn-down" in html and "<svg" in html
+    report = client.get(f"/api/v1/projects/{project.pk}/porting-report/").json()
+    points = report["burn_down"]
+    assert [p["job"] for p in points] == [first, second]
+    assert points[0]["unsupported"] == 1 and points[1]["unsupported"] == 0
+    assert report["files"][0]["path"] == "src/k.cu"
+    assert report["effort"]["formula"] and report["effort"]["inputs"]
+
+
+def test_file_line_links_open_the_source_at_that_line_and_cannot_leave_the_tree(user, team):
+    project = make_project(team)
+    snapshot = _upload(project, user, CUDA)
+    client = Client()
+    client.force_login(user)
+    page = client.get(
+        f"/projects/{project.pk}/sources/{snapshot.pk}/file/", {"path": "src/k.cu", "line": 3}
+    )
+    assert page.status_code == 200 and 'id="L3" class="hl"' in page.content.decode()
+    escape = client.get(
+        f"/projects/{project.pk}/sources/{snapshot.pk}/file/", {"path": "../../../etc/passwd"}
+    )
+    assert escape.status_code == 404
+
+
+def test_the_report_downloads_as_one_html_file(user, team):
+    project = make_project(team)
+    _upload(project, user, CUDA)
+    _scan(user, project)
+    client = Client()
+    client.force_login(user)
+    response = client.get(f"/projects/{project.pk}/porting/", {"format": "html"})
+    assert response["Content-Disposition"].startswith("attachment")
+    body = response.content.decode()
+    assert "<style>" in body and "Porting report" in body and "<script" not in body
+
+
+def test_a_project_without_a_scan_says_what_to_do(user, team):
+    client = Client()
+    client.force_login(user)
+    html = client.get(f"/projects/{make_project(team).pk}/porting/").content.decode()
+    assert "No HIPIFY scan of this project yet" in html
+
+
+def test_another_teams_report_is_404(user):
+    from tests.factories import make_team
+
+    client = Client()
+    client.force_login(user)
+    assert client.get(f"/projects/{make_project(make_team()).pk}/porting/").status_code == 404
+
+
+def test_a_re_scan_of_a_project_takes_unchanged_files_from_its_cache(user, team):
+    from jobs.models import Job
+
+    project = make_project(team)
+    _upload(project, user, CUDA)
+    first = Job.objects.get(pk=_scan(user, project))
+    second = Job.objects.get(pk=_scan(user, project))
+    assert first.summary["incremental"]["examined"] == 1
+    assert second.summary["incremental"]["examined"] == 0
+    assert second.summary["incremental"]["cached"] == 1

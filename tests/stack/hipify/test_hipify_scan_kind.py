@@ -1,0 +1,179 @@
+"""The hipify-scan kind: findings per file, totals, the cache, and what the job hands back."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hipify_helpers import SAMPLE_CU, SAMPLE_GL_H, needs_hipify_perl
+from stack_helpers import Captured
+
+from stack.contract import validate_result
+from stack.hipify.scan import collect_files, scan_tree
+from stack.kinds import validate_params
+from stack.runtime import RunContext, build_result
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _run(kind_params: dict, work: Path, out: Path):
+    from stack.kinds.hipify_scan import run
+
+    params = validate_params("hipify-scan", kind_params)
+    out.mkdir(exist_ok=True)
+    ctx = RunContext(out=out, emit=Captured().emitter, work=work, kind="hipify-scan")
+    result = run(params, ctx)
+    document = build_result(
+        "hipify-scan", result, "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:01.000000Z", out
+    )
+    validate_result(document)
+    return result, document
+
+
+def test_files_are_selected_by_extension_and_globs_and_links_are_never_followed(tmp_path):
+    _tree(
+        tmp_path,
+        {
+            "a.cu": "",
+            "inc/b.cuh": "",
+            "inc/c.HPP": "",
+            "third_party/d.cu": "",
+            "docs/readme.md": "",
+            "tests/t.cpp": "",
+            ".git/x.cu": "",
+        },
+    )
+    (tmp_path / "link.cu").symlink_to("/etc/hostname")
+    assert collect_files(tmp_path) == [
+        "a.cu",
+        "inc/b.cuh",
+        "inc/c.HPP",
+        "tests/t.cpp",
+        "third_party/d.cu",
+    ]
+    assert collect_files(tmp_path, exclude=["third_party", "*.cpp"]) == [
+        "a.cu",
+        "inc/b.cuh",
+        "inc/c.HPP",
+    ]
+    assert collect_files(tmp_path, include=["inc/**"]) == ["inc/b.cuh", "inc/c.HPP"]
+    assert collect_files(tmp_path, include=["**/*.cu"]) == ["a.cu", "third_party/d.cu"]
+
+
+@needs_hipify_perl
+def test_a_scan_job_reports_findings_totals_effort_and_artifacts(tmp_path):
+    _tree(
+        tmp_path / "work/src",
+        {"app/sample.cu": SAMPLE_CU, "app/gl_buffers.h": SAMPLE_GL_H, "README.txt": "x"},
+    )
+    result, document = _run({}, tmp_path / "work", tmp_path / "out")
+    assert document["status"] == "succeeded"
+    totals = result.summary["totals"]
+    assert totals["files"] == 2
+    assert totals["converted_refs"] == 19 + 4  # what hipify-perl printed for the two files
+    assert totals["identity_refs"] == 3 + 2  # texture x3; GLuint, GLenum
+    assert result.summary["identity_mappings"] == {"GLenum": 1, "GLuint": 1, "texture": 3}
+    kinds = result.summary["warnings_by_kind"]
+    assert kinds["removed"]["total"] == 4
+    assert (kinds["removed"]["comment"], kinds["removed"]["code"]) == (1, 1)
+    assert (kinds["removed"]["string"], kinds["removed"]["identifier"]) == (1, 1)
+    effort = result.summary["effort"]
+    assert effort["inputs"]["removed_refs"] == 1 and effort["hours"] > 0
+    assert "formula" in effort
+    # CUBLAS_OP_N x2, cublasCreate, cublasHandle_t, cublasSgemm, and the cublas_v2.h include
+    assert result.summary["families"]["cuBLAS"]["converted_refs"] == 6
+    metrics = {(m.metric, m.case.get("scope")): m for m in result.measurements}
+    assert (
+        metrics[("unsupported", "all")].value == 2
+        and metrics[("unsupported", "all")].better == "lower"
+    )
+    assert metrics[("files", None)].value == 2
+    findings = json.loads((tmp_path / "out/hipify/findings.json").read_text())
+    assert findings["schema"] == "rocpath.hipify-findings/1"
+    sample = next(f for f in findings["files"] if f["path"] == "app/sample.cu")
+    texture_comment = next(w for w in sample["warnings"] if w["line"] == 5)
+    assert texture_comment == {
+        "line": 5,
+        "column": 7,
+        "identifier": "texture",
+        "kind": "removed",
+        "since": "CUDA 12.0",
+        "context": "comment",
+        "family": "CUDA RT API",
+    }
+    assert "# HIPIFY porting assessment" in (tmp_path / "out/hipify/report.md").read_text()
+
+
+@needs_hipify_perl
+def test_both_engines_give_the_same_findings_json_for_a_tree(tmp_path):
+    _tree(tmp_path / "src", {"sample.cu": SAMPLE_CU, "gl.h": SAMPLE_GL_H})
+    fast = scan_tree(tmp_path / "src", engine="fast")
+    tool = scan_tree(tmp_path / "src", engine="hipify-perl")
+    strip = ("device_function_refs",)
+    for a, b in zip(fast.records, tool.records, strict=True):
+        assert {k: v for k, v in a.items() if k not in strip} == {
+            k: v for k, v in b.items() if k not in strip
+        }
+
+
+@needs_hipify_perl
+def test_a_tree_scanned_twice_with_one_file_changed_re_examines_only_that_file(tmp_path):
+    files = {f"k{i}.cu": SAMPLE_CU.replace("scale", f"scale{i}") for i in range(6)}
+    files["copy.cu"] = files["k0.cu"]
+    src = _tree(tmp_path / "work/src", files)
+    cache = str(tmp_path / "cache")
+    first, _ = _run({"cache_dir": cache}, tmp_path / "work", tmp_path / "out1")
+    assert first.summary["incremental"]["examined"] == 6  # copy.cu has k0.cu's content
+    assert first.summary["incremental"]["duplicates"] == 1
+    (src / "k3.cu").write_text(SAMPLE_CU + "cudaDeviceReset();\n")
+    second, _ = _run({"cache_dir": cache}, tmp_path / "work", tmp_path / "out2")
+    assert second.summary["incremental"]["examined"] == 1
+    assert second.summary["incremental"]["cached"] == 6
+    assert second.summary["totals"]["cuda_refs"] == first.summary["totals"]["cuda_refs"] + 1
+
+
+def test_without_hipify_perl_the_job_errors_naming_the_tool_and_where_to_get_it(
+    tmp_path, monkeypatch
+):
+    _tree(tmp_path / "work/src", {"a.cu": SAMPLE_CU})
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("ROCM_PATH", str(tmp_path / "no-rocm"))
+    _, document = _run({}, tmp_path / "work", tmp_path / "out")
+    assert document["status"] == "errored"
+    assert "hipify-perl not found" in document["error"]
+    assert "trixie" in document["error"]
+
+
+def test_a_job_without_a_source_tree_errors_and_a_path_may_not_leave_it(tmp_path):
+    (tmp_path / "work").mkdir()
+    _, document = _run({}, tmp_path / "work", tmp_path / "out")
+    assert document["status"] == "errored" and "no source tree" in document["error"]
+    with pytest.raises(Exception, match="path"):
+        validate_params("hipify-scan", {"path": "../etc"})
+
+
+def test_params_have_documented_defaults():
+    params = validate_params("hipify-scan", {})
+    assert params == {
+        "include": [],
+        "exclude": [],
+        "path": "",
+        "engine": "fast",
+        "cache_dir": None,
+        "jobs": 0,
+    }
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_named_in_the_summary(tmp_path):
+    (tmp_path / "ok.cu").write_text("")
+    (tmp_path / os.fsdecode(b"bad\xff.cu")).write_text("")
+    skipped: list[str] = []
+    assert collect_files(tmp_path, skipped=skipped) == ["ok.cu"]
+    assert skipped == ["bad\ufffd.cu"]
