@@ -261,3 +261,45 @@ def test_a_member_uploads_an_archive_from_the_project_page(browser, team):
     )
     assert "Refused" in response.content.decode() and "../evil.cu" in response.content.decode()
     assert project.sources.count() == 1
+
+
+def test_a_blas_bench_page_shows_the_claims_check_and_what_was_not_measured(browser, team):
+    summary = {
+        "claims": [
+            {
+                "text": "BF16 is about 2x as fast as FP32",
+                "backend": "torch",
+                "quoted": 2.0,
+                "vendor_peak_ratio": 14.789,
+                "measured": 13.223,
+                "size": 8192,
+                "verdict": "better than quoted",
+                "why_missing": None,
+            },
+            {
+                "text": "FP8 is about 2x as fast as BF16",
+                "backend": "numpy",
+                "quoted": 2.0,
+                "vendor_peak_ratio": None,
+                "measured": None,
+                "size": None,
+                "verdict": None,
+                "why_missing": "no square FP8 GEMM measured on numpy",
+            },
+        ],
+        "unsupported": [
+            {
+                "backend": "numpy",
+                "family": "gemm",
+                "precision": "bf16",
+                "op": None,
+                "reason": "numpy has no bfloat16",
+            }
+        ],
+        "flags": {"high_cv": ["torch gemm tf32 1024: CV 6.69 %"], "failed_checks": []},
+    }
+    job = make_job(team, kind="blas-bench", status=JobStatus.SUCCEEDED, summary=summary)
+    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    assert "BF16 is about 2x as fast as FP32" in html and "13.223" in html
+    assert "better than quoted" in html and "no square FP8 GEMM measured" in html
+    assert "numpy has no bfloat16" in html and "CV 6.69 %" in html
