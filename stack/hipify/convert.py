@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stack.hipify.examine import batches_by_size, usable_cpus
-from stack.hipify.tables import PERL_DETERMINISTIC_ENV, find_hipify_perl
+from stack.hipify.tables import find_hipify_perl
 
 STAGING = ".rocpath-hipify-staging"
 
@@ -52,30 +52,10 @@ def copy_tree(src: Path, dest: Path) -> None:
 
 
 def _run_inplace(script: str, names: Sequence[str], cwd: Path, timeout: float) -> tuple[int, str]:
-    import subprocess
+    from stack.hipify.examine import run_script
 
-    from stack.tools import ToolTimeout, _die_with_parent_preexec
-
-    proc = subprocess.Popen(
-        [script, "-inplace", "-quiet-warnings", *names],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **PERL_DETERMINISTIC_ENV},
-        preexec_fn=_die_with_parent_preexec(),
-    )
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        raise ToolTimeout("hipify-perl", timeout, "", err.decode("latin-1")) from None
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc.returncode, err.decode("latin-1")
+    code, err, _ = run_script([script, "-inplace", "-quiet-warnings", *names], cwd, timeout)
+    return code, err
 
 
 def hipify_tree(

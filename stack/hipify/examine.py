@@ -263,13 +263,24 @@ def _run_batch(
     timeout: float,
     quiet: bool,
 ) -> tuple[int, str, float]:
+    argv = [script, "-examine"] + (["-quiet-warnings"] if quiet else []) + list(paths)
+    return run_script(argv, cwd, timeout)
+
+
+def run_script(
+    argv: Sequence[str], cwd: str | os.PathLike[str], timeout: float
+) -> tuple[int, str, float]:
+    """Run hipify-perl with a deterministic perl, stdout discarded.
+
+    Returns (exit status, stderr, CPU seconds of the child). Killed at ``timeout``
+    (ToolTimeout) or when the caller is interrupted; dies with its parent.
+    """
     from stack.tools import _die_with_parent_preexec
 
-    argv = [script, "-examine"] + (["-quiet-warnings"] if quiet else []) + list(paths)
     env = {**os.environ, **PERL_DETERMINISTIC_ENV}
     started = os.times()
     proc = subprocess.Popen(
-        argv,
+        list(argv),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
