@@ -31,7 +31,7 @@ from portal.access import writable_team_ids
 from portal.models import AdoptionProject, SourceSnapshot, Team
 from portal.sources import newest_ready, tree_of
 from stack import contract
-from stack.kinds import KINDS, ParamsError, UnknownKind, validate_params
+from stack.kinds import KINDS, ParamsError, validate_params
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +85,8 @@ def submit_job(
     """Validate and create a job; it is queued once the surrounding transaction commits."""
     errors: dict[str, list[str]] = {}
     writable = writable_team_ids(user) if user is not None else None
+    if project is None and source is not None:
+        project = source.project  # a snapshot names its project, and so its team
     if team is None and project is not None:
         team = project.team
     if team is None:
@@ -98,16 +100,14 @@ def submit_job(
         errors["project"] = ["This project belongs to another team."]
 
     clean_params: dict = {}
-    try:
-        spec = KINDS.get(kind)
-        if spec is None:
-            raise UnknownKind(kind)
-        clean_params = validate_params(kind, params or {})
-    except UnknownKind:
+    spec = KINDS.get(kind)
+    if spec is None:
         errors["kind"] = [f"Unknown job kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}."]
-        spec = None
-    except ParamsError as exc:
-        errors["params"] = [f"{name}: {msg}" for name, msgs in exc.errors.items() for msg in msgs]
+    else:
+        try:
+            clean_params = validate_params(kind, params or {})
+        except ParamsError as exc:
+            errors["params"] = [f"{name}: {m}" for name, msgs in exc.errors.items() for m in msgs]
 
     limit = settings.ROCPATH_JOB_TIMEOUT_MAX_S
     if timeout_s is not None and not (1 <= timeout_s <= limit):
@@ -388,7 +388,7 @@ def execute_job(job_id: int, *, worker: str) -> str:
     try:
         if workdir.exists():  # a leftover from an earlier attempt must not leak into this one
             shutil.rmtree(workdir)
-        (workdir / "out").mkdir(parents=True)
+        workdir.mkdir(parents=True)  # the executor makes out/ and work/ in prepare()
         spec.params_file.write_text(json.dumps(job.params))
         outcome = get_executor(executor_name).run(spec, hooks)
     except ExecutorError as exc:
@@ -447,14 +447,11 @@ def _conclude(job: Job, spec: JobSpec, outcome: Outcome, progress: float | None)
             _register_artifacts(job, spec.out_dir, declared=[])
         return "canceled"
     if outcome.oom_killed:
-        from jobs.executors.docker import limits_for
-
         job.finish(
             JobStatus.ERRORED,
             exit_code=outcome.exit_code,
             error=f"out of memory: the container went over its "
-            f"{limits_for(spec.hardware)['memory_mb']} MiB limit and was killed"
-            + (f"\n{tail}" if tail else ""),
+            f"{outcome.memory_limit_mb} MiB limit and was killed" + (f"\n{tail}" if tail else ""),
             progress=progress,
         )
         return "errored: out of memory"
@@ -693,19 +690,3 @@ def recover_worker_jobs(worker: str) -> list[int]:
 
 def events_after(job: Job, cursor: int, limit: int = 500) -> list[JobEvent]:
     return list(JobEvent.objects.filter(job=job, id__gt=cursor).order_by("id")[:limit])
-
-
-def remove_job_files(job_id: int) -> None:
-    shutil.rmtree(job_dir(job_id), ignore_errors=True)
-
-
-__all__ = [
-    "SubmissionError",
-    "cancel_job",
-    "enqueue",
-    "events_after",
-    "execute_job",
-    "reap_stuck_jobs",
-    "recover_worker_jobs",
-    "submit_job",
-]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
+from jobs.models import Artifact, Job
 from portal.choices import WRITE_ROLES
 from portal.models import AdoptionProject, Membership, Team
 
@@ -39,6 +40,17 @@ def teams_for(user: AnyUser) -> QuerySet[Team]:
 
 def projects_for(user: AnyUser) -> QuerySet[AdoptionProject]:
     return AdoptionProject.objects.filter(team_id__in=team_ids(user)).select_related("team")
+
+
+def jobs_for(user: AnyUser) -> QuerySet[Job]:
+    """The user's teams' jobs, with what every job list and page shows beside them."""
+    return Job.objects.filter(team_id__in=team_ids(user)).select_related(
+        "team", "project", "created_by"
+    )
+
+
+def artifacts_for(user: AnyUser) -> QuerySet[Artifact]:
+    return Artifact.objects.filter(job__team_id__in=team_ids(user))
 
 
 def can_write(user: AnyUser, team_id: int) -> bool:

@@ -221,9 +221,11 @@ def _count(root: Path) -> tuple[int, int]:
 
 
 def add_upload(
-    project: AdoptionProject, fileobj: IO[bytes], filename: str, user: Any
+    project: AdoptionProject, fileobj: IO[bytes], filename: str, user: Any, size: int | None = None
 ) -> SourceSnapshot:
     """Store an uploaded archive as the project's newest source; SourceError leaves nothing."""
+    if size is not None and size > settings.ROCPATH_UPLOAD_MAX_BYTES:
+        raise SourceError(f"{filename!r}: larger than {settings.ROCPATH_UPLOAD_MAX_BYTES} bytes")
     with transaction.atomic():
         snapshot = SourceSnapshot.objects.create(
             project=project,

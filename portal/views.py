@@ -9,7 +9,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -18,8 +17,15 @@ from django.views.decorators.http import require_POST
 from jobs import services
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
-from jobs.models import Artifact, IllegalTransition, Job
-from portal.access import can_write, projects_for, team_ids, teams_for, writable_team_ids
+from jobs.models import IllegalTransition, Job
+from portal.access import (
+    artifacts_for,
+    can_write,
+    jobs_for,
+    projects_for,
+    teams_for,
+    writable_team_ids,
+)
 from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.models import AdoptionProject, Team
@@ -29,19 +35,13 @@ from portal.sources import SourceError, add_git, add_upload, tree_of
 from stack.kinds import KINDS
 
 
-def _jobs(request: HttpRequest) -> QuerySet[Job]:
-    return Job.objects.filter(team_id__in=team_ids(request.user)).select_related(
-        "team", "project", "created_by"
-    )
-
-
 def _job(request: HttpRequest, pk: int) -> Job:
-    return get_object_or_404(_jobs(request).select_related("environment"), pk=pk)
+    return get_object_or_404(jobs_for(request.user).select_related("environment"), pk=pk)
 
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    jobs = _jobs(request)
+    jobs = jobs_for(request.user)
     status = request.GET.get("status", "")
     if status in JobStatus.values:
         jobs = jobs.filter(status=status)
@@ -171,9 +171,7 @@ def job_rerun(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def artifact_download(request: HttpRequest, pk: int, artifact_pk: int) -> FileResponse:
-    artifact = get_object_or_404(
-        Artifact.objects.filter(job__team_id__in=team_ids(request.user)), pk=artifact_pk, job_id=pk
-    )
+    artifact = get_object_or_404(artifacts_for(request.user), pk=artifact_pk, job_id=pk)
     return artifact_response(artifact)
 
 
@@ -220,9 +218,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("portal:project-detail", pk=pk)
         try:
             if archive := request.FILES.get("archive"):
-                if archive.size > settings.ROCPATH_UPLOAD_MAX_BYTES:
-                    raise SourceError(f"{archive.name!r}: larger than the upload limit")
-                snapshot = add_upload(project, archive, archive.name, request.user)
+                snapshot = add_upload(project, archive, archive.name, request.user, archive.size)
                 messages.success(
                     request, f"Source {snapshot.pk}: {snapshot.file_count} files extracted."
                 )

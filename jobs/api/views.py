@@ -6,7 +6,6 @@ team's objects answer 404.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -37,16 +36,18 @@ from jobs.api.serializers import (
 )
 from jobs.choices import JobStatus, LaunchType
 from jobs.models import Artifact, Environment, IllegalTransition, Job
-from portal.access import can_write, projects_for, team_ids, teams_for, writable_team_ids
+from portal.access import (
+    artifacts_for,
+    can_write,
+    jobs_for,
+    projects_for,
+    team_ids,
+    teams_for,
+    writable_team_ids,
+)
 from portal.models import AdoptionProject, SourceSnapshot, Team
 from portal.sources import SourceError, add_git, add_upload
 from stack.kinds import KINDS
-
-
-def jobs_for(user) -> object:
-    return Job.objects.filter(team_id__in=team_ids(user)).select_related(
-        "team", "created_by", "project"
-    )
 
 
 class JobViewSet(
@@ -137,7 +138,7 @@ class JobViewSet(
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
-        if not team_can_write(request.user, job.team_id):
+        if not can_write(request.user, job.team_id):
             return Response({"detail": "Viewers cannot cancel jobs."}, status=403)
         try:
             services.cancel_job(job, by=request.user.get_username())
@@ -195,12 +196,6 @@ class JobViewSet(
         return Response(body, status=201, headers={"Location": body["links"]["self"]})
 
 
-def team_can_write(user, team_id: int) -> bool:
-    from portal.access import can_write
-
-    return can_write(user, team_id)
-
-
 def _int_param(request: Request, name: str, default: int) -> int:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
@@ -216,9 +211,7 @@ class ArtifactDownloadView(APIView):
 
     @extend_schema(responses={(200, "application/octet-stream"): bytes})
     def get(self, request: Request, job_pk: int, pk: int) -> FileResponse:
-        artifact = get_object_or_404(
-            Artifact.objects.filter(job__team_id__in=team_ids(request.user)), pk=pk, job_id=job_pk
-        )
+        artifact = get_object_or_404(artifacts_for(request.user), pk=pk, job_id=job_pk)
         return artifact_response(artifact)
 
 
@@ -286,11 +279,7 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         data = form.validated_data
         try:
             if archive := data.get("archive"):
-                if archive.size > settings.ROCPATH_UPLOAD_MAX_BYTES:
-                    raise SourceError(
-                        f"{archive.name!r}: larger than {settings.ROCPATH_UPLOAD_MAX_BYTES} bytes"
-                    )
-                snapshot = add_upload(project, archive, archive.name, request.user)
+                snapshot = add_upload(project, archive, archive.name, request.user, archive.size)
             else:
                 snapshot = add_git(project, data["git_url"], data.get("ref", ""), request.user)
         except SourceError as exc:

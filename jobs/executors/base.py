@@ -16,11 +16,7 @@ from typing import Protocol
 
 
 class ExecutorError(Exception):
-    """The executor could not run the job; ``permanent`` says whether a retry could help."""
-
-    def __init__(self, message: str, *, permanent: bool = True) -> None:
-        super().__init__(message)
-        self.permanent = permanent
+    """The executor could not run the job: the job ends errored with this message."""
 
 
 @dataclass(frozen=True)
@@ -33,13 +29,18 @@ class JobSpec:
     timeout_s: int
     image: str = ""
     hardware: dict = field(default_factory=dict)
-    memory_limit_bytes: int | None = None
     worker: str = ""
     attempt: int = 1
     # Read-only inputs, each placed at <work>/<name>: e.g. {"src": <the source tree>}.
     inputs: dict[str, Path] = field(default_factory=dict)
     # A writable folder that outlives the job (per-project caches), or None.
     cache_dir: Path | None = None
+
+    @property
+    def memory_limit_bytes(self) -> int | None:
+        """The memory the job asked to be held to (``hardware.memory_mb``), if it asked."""
+        memory_mb = self.hardware.get("memory_mb")
+        return int(memory_mb) * 1024 * 1024 if memory_mb else None
 
     @property
     def params_file(self) -> Path:
@@ -60,9 +61,9 @@ class Outcome:
     signal: int | None = None  # set when the runner died of a signal we did not send
     timed_out: bool = False
     canceled: bool = False
-    error: str = ""  # infrastructure error (could not start, engine failure)
     pid: int | None = None  # the runner's process (group) id, where there is one
     oom_killed: bool = False  # the kernel killed it for exceeding its memory limit
+    memory_limit_mb: int | None = None  # the limit it was held to, where one was set
     image: str = ""  # the container image that ran, where one did
     image_digest: str = ""  # its content address (image id / repo digest)
     stderr_tail: list[str] = field(default_factory=list)

@@ -47,16 +47,8 @@ def client() -> Any:
         engine = docker.from_env(timeout=30)
         engine.ping()
     except Exception as exc:  # DockerException, connection refused, permission denied
-        raise ExecutorError(f"the Docker engine does not answer: {exc}", permanent=False) from exc
+        raise ExecutorError(f"the Docker engine does not answer: {exc}") from exc
     return engine
-
-
-def engine_available() -> bool:
-    try:
-        client()
-    except ExecutorError:
-        return False
-    return True
 
 
 def limits_for(hardware: dict) -> dict[str, int]:
@@ -244,6 +236,7 @@ class DockerExecutor(Executor):
         if code == 137:  # SIGKILL: ours, or the kernel's OOM killer? Only the engine knows.
             container.reload()
             outcome.oom_killed = bool(container.attrs.get("State", {}).get("OOMKilled"))
+            outcome.memory_limit_mb = limits_for(spec.hardware)["memory_mb"]
         if code > 128 and not stopped:  # the init reports a signal death as 128 + signal
             outcome.signal = code - 128
         else:

@@ -159,3 +159,19 @@ def test_executors_are_found_by_name_and_unknown_names_refused():
     assert isinstance(get_executor("local"), LocalExecutor)
     with pytest.raises(ExecutorError, match="unknown executor"):
         get_executor("kubernetes-someday")
+
+
+def test_a_job_asking_for_a_memory_limit_is_held_to_it(tmp_path):
+    spec = JobSpec(
+        job_id=1,
+        kind="sandbox-check",
+        workdir=tmp_path,
+        timeout_s=60,
+        hardware={"memory_mb": 256},
+    )
+    spec.params_file.write_text(json.dumps({"action": "allocate-memory", "megabytes": 1024}))
+    outcome = LocalExecutor().run(spec, Recorder())
+    result = json.loads((spec.out_dir / "result.json").read_text())
+    assert outcome.exit_code == 1 and result["status"] == "failed"
+    assert result["error"].startswith("allocation refused after")
+    assert result["summary"]["allocated_mb"] < 256

@@ -71,3 +71,14 @@ def test_another_teams_snapshot_is_an_unknown_source_in_the_api(api, team, scan_
     theirs = _snapshot(make_project(make_team()))
     response = api.post("/api/v1/jobs/", {"kind": "scan-like", "source": theirs.pk}, format="json")
     assert response.status_code == 400 and "source" in response.json()
+
+
+def test_a_snapshot_alone_decides_the_project_and_the_team(user, team, scan_kind):
+    from portal.choices import Role
+    from tests.factories import add_member, make_team
+
+    second = make_team()
+    add_member(second, user, Role.MEMBER)  # two teams: no default team any more
+    snapshot = _snapshot(make_project(second))
+    job = services.submit_job(user=user, kind="scan-like", source=snapshot)
+    assert job.team == second and job.project == snapshot.project
