@@ -67,16 +67,16 @@ def line_count(path: Path) -> int:
     return path.read_bytes().count(b"\n")
 
 
-def sample_files(root: Path, files: list[str], budget: int, seed: int) -> list[str]:
-    """A seeded random sample of files holding about ``budget`` lines."""
-    order = list(files)
+def sample_files(lines: dict[str, int], budget: int, seed: int) -> list[str]:
+    """A seeded random sample of files (``lines``: lines per path) of about ``budget`` lines."""
+    order = list(lines)
     random.Random(seed).shuffle(order)
     chosen, total = [], 0
     for rel in order:
         if total >= budget:
             break
         chosen.append(rel)
-        total += line_count(root / rel)
+        total += lines[rel]
     return sorted(chosen)
 
 
@@ -114,7 +114,8 @@ def main() -> int:
     t = tables.load_tables()
     started = time.monotonic()
     files = generate_corpus(corpus, t, files=args.files, lines=args.lines, seed=args.seed)
-    total_lines = sum(line_count(corpus / f) for f in files)
+    lines = {f: line_count(corpus / f) for f in files}
+    total_lines = sum(lines.values())
     report: dict[str, object] = {
         "machine": {"cpus_usable": jobs, "python": sys.version.split()[0]},
         "hipify_perl": t.describe(),
@@ -132,8 +133,8 @@ def main() -> int:
     totals = full.summary["totals"]  # type: ignore[attr-defined]
     report["corpus"]["warnings"] = totals["warnings"]  # type: ignore[index]
     report["corpus"]["converted_refs"] = totals["converted_refs"]  # type: ignore[index]
-    sample = files if args.full else sample_files(corpus, files, args.reference_lines, args.seed)
-    sample_lines = sum(line_count(corpus / f) for f in sample)
+    sample = files if args.full else sample_files(lines, args.reference_lines, args.seed)
+    sample_lines = sum(lines[f] for f in sample)
     s_wall, _, _ = timed_scan(corpus, jobs=jobs, files=sample)
     before = os.times()
     started = time.monotonic()

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stack.hipify.examine import batches_by_size, usable_cpus
+from stack.hipify.examine import batches_by_size, run_batches, usable_cpus
 from stack.hipify.tables import find_hipify_perl
 
 STAGING = ".rocpath-hipify-staging"
@@ -81,15 +81,9 @@ def hipify_tree(
         safe = f"f{i:06d}{ext if ext.replace('.', '').isalnum() else ''}"
         shutil.copyfile(src / rel, staging / safe)
         names[safe] = rel
-    batches = batches_by_size(list(names), str(staging), jobs or usable_cpus())
-    results: list[tuple[int, str]] = []
-    if len(batches) == 1:
-        results.append(_run_inplace(tool, batches[0], staging, timeout))
-    elif batches:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=jobs or usable_cpus()) as pool:
-            results = list(pool.map(lambda b: _run_inplace(tool, b, staging, timeout), batches))
+    jobs = jobs or usable_cpus()
+    batches = batches_by_size(list(names), str(staging), jobs)
+    results = run_batches(lambda b: _run_inplace(tool, b, staging, timeout), batches, jobs)
     failures = []
     changed = []
     # A batch that exited non-zero may have left files truncated (the tool opens its

@@ -44,6 +44,22 @@ def _relative(path: str, root: str | None) -> str:
     return path if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
+def _record(severity: str, message: str, **fields: Any) -> dict[str, Any]:
+    """A diagnostic record; ``fields`` fill in the location and the rest."""
+    return {
+        "file": None,
+        "line": None,
+        "column": None,
+        "severity": severity,
+        "message": message,
+        "flag": None,
+        "snippet": [],
+        "included_from": [],
+        "target": None,
+        **fields,
+    }
+
+
 def parse_clang_diagnostics(text: str, root: str | None = None) -> dict[str, Any]:
     """Parse clang/hipcc stderr.
 
@@ -72,17 +88,15 @@ def parse_clang_diagnostics(text: str, root: str | None = None) -> dict[str, Any
         if m:
             message = m.group("msg")
             flag = _FLAG.search(message)
-            record = {
-                "file": _relative(m.group("file"), root),
-                "line": int(m.group("line")),
-                "column": int(m.group("col")) if m.group("col") else None,
-                "severity": m.group("sev"),
-                "message": message[: flag.start()] if flag else message,
-                "flag": flag.group("flag") if flag else None,
-                "snippet": [],
-                "included_from": included,
-                "target": None,
-            }
+            record = _record(
+                m.group("sev"),
+                message[: flag.start()] if flag else message,
+                file=_relative(m.group("file"), root),
+                line=int(m.group("line")),
+                column=int(m.group("col")) if m.group("col") else None,
+                flag=flag.group("flag") if flag else None,
+                included_from=included,
+            )
             included = []
             diagnostics.append(record)
             pending.append(record)
@@ -90,18 +104,7 @@ def parse_clang_diagnostics(text: str, root: str | None = None) -> dict[str, Any
             continue
         m = _TOOL.match(line)
         if m:
-            record = {
-                "file": None,
-                "line": None,
-                "column": None,
-                "severity": m.group("sev"),
-                "message": m.group("msg"),
-                "flag": None,
-                "snippet": [],
-                "included_from": [],
-                "target": None,
-                "tool": m.group("tool"),
-            }
+            record = _record(m.group("sev"), m.group("msg"), tool=m.group("tool"))
             diagnostics.append(record)
             pending.append(record)
             last = None

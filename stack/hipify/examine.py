@@ -25,9 +25,9 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from stack.hipify.tables import PERL_DETERMINISTIC_ENV, find_hipify_perl
 from stack.tools import ToolTimeout
@@ -319,7 +319,6 @@ def batches_by_size(
         except OSError:
             sizes.append((0, p))
     sizes.sort(reverse=True)
-    total = sum(s for s, _ in sizes) or 1
     n_batches = max(jobs, -(-len(paths) // max_files))
     # greedy: each file to the currently lightest batch
     import heapq
@@ -330,8 +329,20 @@ def batches_by_size(
         load, i = heapq.heappop(heap)
         batches[i].append(p)
         heapq.heappush(heap, (load + size, i))
-    del total
     return [sorted(b) for b in batches if b]
+
+
+_T = TypeVar("_T")
+
+
+def run_batches(run: Callable[[list[str]], _T], batches: list[list[str]], jobs: int) -> list[_T]:
+    """``run`` over each batch, results in batch order: inline for one, else on ``jobs`` threads."""
+    if len(batches) <= 1:
+        return [run(b) for b in batches]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(run, batches))
 
 
 def run_examine(
@@ -358,26 +369,17 @@ def run_examine(
     if not paths:
         return ExamineRun(out, 0, 0.0, 0.0, [], "")
     batches = batches_by_size(paths, root, jobs, max_files)
-    results: list[tuple[int, str, float]] = []
-    if len(batches) == 1:
-        results.append(_run_batch(tool, batches[0], root, timeout, quiet_warnings))
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [
-                pool.submit(_run_batch, tool, b, root, timeout, quiet_warnings) for b in batches
-            ]
-            results = [f.result() for f in futures]
+    results = run_batches(
+        lambda b: _run_batch(tool, b, root, timeout, quiet_warnings), batches, jobs
+    )
     stderr_parts = []
     cpu = 0.0
-    for batch, (rc, err, batch_cpu) in zip(batches, results, strict=True):
+    for batch, (_rc, err, batch_cpu) in zip(batches, results, strict=True):
         parsed = parse_examine_output(err, batch)
         out.files.update(parsed.files)
         out.unparsed.extend(parsed.unparsed)
         stderr_parts.append(err)
         cpu += batch_cpu
-        del rc
     return ExamineRun(
         output=out,
         calls=len(batches),

@@ -32,10 +32,10 @@ import re
 from bisect import bisect_right
 from typing import Any
 
-from stack.hipify.lexer import SourceMap
+from stack.hipify.lexer import SourceMap, line_bounds, line_starts
+from stack.hipify.lexer import is_word_char as _is_word_char
 from stack.hipify.tables import Check, Tables
 
-ENGINE = "fast"
 ENGINE_VERSION = 1
 
 _WORD = re.compile(r"\w+", re.A)
@@ -70,9 +70,8 @@ class _Index:
                 self.plain.setdefault(s.cuda, []).append(i)
             else:
                 self.special.append(i)
-        self.special_needles = {i: _subst_needle(tables.substs[i].cuda) for i in self.special}
         self._follow_ups: dict[int, list[int]] = {}
-        self.special_needle_list = [(j, self.special_needles[j]) for j in self.special]
+        self.special_needle_list = [(j, _subst_needle(tables.substs[j].cuda)) for j in self.special]
         self.special_pieces = {j: _needle_pieces(n) for j, n in self.special_needle_list}
         self._risky: dict[int, bool] = {}
         self._subst_rx: dict[int, re.Pattern[str]] = {}
@@ -199,20 +198,6 @@ def index_for(tables: Tables) -> _Index:
     return idx
 
 
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    find = text.find
-    i = find("\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = find("\n", i + 1)
-    return starts
-
-
-def _is_word_char(ch: str) -> bool:
-    return ch.isascii() and (ch.isalnum() or ch == "_")
-
-
 # The part of hipify-perl's device-function regexes after the name: a call on the line.
 _CALL_TAIL = re.compile(r"\s*\(\s*.*\s*\)", re.A)
 
@@ -280,7 +265,7 @@ def _table_warnings(idx: _Index, text: str, words: set[str]) -> list[tuple[int, 
             hit_names.update(hit)
     if not hit_names:
         return []
-    starts = _line_starts(text)
+    starts = line_starts(text)
     by_line: dict[int, set[str]] = {}
     find = text.find
     for name in hit_names:
@@ -292,8 +277,7 @@ def _table_warnings(idx: _Index, text: str, words: set[str]) -> list[tuple[int, 
     checks = idx.checks
     out: list[tuple[int, int, Check]] = []
     for line_no in sorted(by_line):
-        start = starts[line_no - 1]
-        end = starts[line_no] - 1 if line_no < len(starts) else len(text)
+        start, end = line_bounds(starts, line_no, len(text))
         line = text[start:end]
         order = sorted({p for name in by_line[line_no] for p in positions[name]})
         pos = 0
@@ -439,14 +423,13 @@ def _unconverted_warnings(idx: _Index, text: str) -> list[tuple[int, int, str, s
     """Pass 2: (line, column, cuda token, printed line) for cudaX left after translation."""
     if not _CUDA_TOKEN_QUICK.search(text):
         return []
-    starts = _line_starts(text)
+    starts = line_starts(text)
     line_numbers = sorted(
         {bisect_right(starts, m.start()) for m in _CUDA_TOKEN_QUICK.finditer(text)}
     )
     out = []
     for line_no in line_numbers:
-        start = starts[line_no - 1]
-        end = starts[line_no] - 1 if line_no < len(starts) else len(text)
+        start, end = line_bounds(starts, line_no, len(text))
         line = text[start:end]
         for word in idx.whitelist:
             if word in line:
@@ -502,7 +485,7 @@ def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, 
     starts: list[int] = []
     if table_hits or unconverted:
         smap = SourceMap(text)
-        starts = _line_starts(text)
+        starts = line_starts(text)
     for line_no, col, check in table_hits:
         context = smap.context(starts[line_no - 1] + col, len(check.name))  # type: ignore[union-attr]
         found.append([line_no, col, check.name, check.kind, check.since, context])
@@ -515,16 +498,14 @@ def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, 
         for line_no, col, token, _line in unconverted:
             original_col = -1
             if line_no <= len(starts):
-                start = starts[line_no - 1]
-                end = starts[line_no] - 1 if line_no < len(starts) else len(text)
-                original_col = text.find(token, start, end)
+                original_col = text.find(token, *line_bounds(starts, line_no, len(text)))
             if original_col >= 0:
                 context = smap.context(original_col, len(token))  # type: ignore[union-attr]
                 col = original_col - starts[line_no - 1]
             else:
                 if smap2 is None:
                     smap2 = SourceMap(converted)
-                    starts2 = _line_starts(converted)
+                    starts2 = line_starts(converted)
                 context = smap2.context(starts2[line_no - 1] + col, len(token))
             found.append([line_no, col, token, UNCONVERTED, None, context])
 

@@ -79,10 +79,28 @@ class SourceMap:
         text = self.text
         before = text[offset - 1] if offset > 0 else ""
         after = text[offset + length] if offset + length < len(text) else ""
-        if _is_word(before) or _is_word(after):
+        if is_word_char(before) or is_word_char(after):
             return IDENTIFIER
         return CODE
 
 
-def _is_word(ch: str) -> bool:
-    return bool(ch) and (ch.isascii() and (ch.isalnum() or ch == "_"))
+def is_word_char(ch: str) -> bool:
+    """An ASCII letter, digit or underscore (False for the empty string)."""
+    return ch.isascii() and (ch.isalnum() or ch == "_")
+
+
+def line_starts(text: str) -> list[int]:
+    """Offset of the start of each line of ``text`` (lines end at ``\\n``)."""
+    starts = [0]
+    find = text.find
+    i = find("\n")
+    while i >= 0:
+        starts.append(i + 1)
+        i = find("\n", i + 1)
+    return starts
+
+
+def line_bounds(starts: list[int], line_no: int, size: int) -> tuple[int, int]:
+    """(start, end) offsets of 1-based line ``line_no`` without its newline; ``size``: len(text)."""
+    start = starts[line_no - 1]
+    return start, (starts[line_no] - 1 if line_no < len(starts) else size)

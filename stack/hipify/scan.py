@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stack.hipify.families import FAMILY_ORDER, effort_estimate, family_of
-from stack.hipify.lexer import CONTEXTS, SourceMap
+from stack.hipify.lexer import CONTEXTS, SourceMap, line_bounds, line_starts
 from stack.hipify.tables import Tables, load_tables
 
 FINDINGS_SCHEMA = "rocpath.hipify-findings/1"
@@ -226,15 +226,6 @@ def examine_fast(
     return results
 
 
-def _positions_of(text: str) -> list[int]:
-    starts = [0]
-    i = text.find("\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = text.find("\n", i + 1)
-    return starts
-
-
 def examine_with_hipify_perl(
     root: str,
     items: list[tuple[str, str, int]],
@@ -270,15 +261,14 @@ def examine_with_hipify_perl(
 def findings_from_examined(examined: Any, data: bytes, types: dict[str, str]) -> dict[str, Any]:
     """The fast engine's findings shape, from one file's parsed hipify-perl output."""
     text = data.decode("latin-1")
-    starts = _positions_of(text)
+    starts = line_starts(text)
     smap: SourceMap | None = None
     found = []
     for w in examined.warnings:
         line_no = w["line"]
         col = -1
         if 1 <= line_no <= len(starts):
-            start = starts[line_no - 1]
-            end = starts[line_no] - 1 if line_no < len(starts) else len(text)
+            start, end = line_bounds(starts, line_no, len(text))
             col = text.find(w["identifier"], start, end)
             col = col - start if col >= 0 else -1
         if col >= 0:
@@ -372,11 +362,6 @@ def record_core(findings: dict[str, Any]) -> dict[str, Any]:
         "refs": refs,
         "warnings": warnings,
     }
-
-
-def file_record(path: str, sha: str, device_code: bool, findings: dict[str, Any]) -> dict[str, Any]:
-    """One file's entry in findings.json (and one row on the portal's side)."""
-    return {"path": path, "sha256": sha, "device_code": device_code, **record_core(findings)}
 
 
 MAX_LOCATIONS = 10  # places listed per top API
@@ -573,7 +558,7 @@ class ScanResult:
 
     @property
     def records(self) -> list[dict[str, Any]]:
-        """The findings.json entries, parsed (costly for big trees: prefer write_findings)."""
+        """The findings.json entries, parsed (costly for big trees: prefer findings_json)."""
         import json
 
         return [
@@ -591,10 +576,6 @@ class ScanResult:
             **(extra or {}),
             "totals": self.summary["totals"],
         }
-
-    def findings_document(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The findings.json artifact as a dict (docs/hipify.md, "findings.json")."""
-        return {**self._header(extra), "files": self.records}
 
     def findings_json(self, extra: dict[str, Any] | None = None) -> str:
         """findings.json as text, built from the cached record text without parsing it."""
@@ -693,18 +674,10 @@ def scan_tree(
     cached = len(hashed) - len(todo) - duplicates
     t0 = time.monotonic()
     jobs = jobs or usable_cpus()
-
-    def report(fraction: float, message: str) -> None:
-        if progress is not None:
-            progress(fraction, message)
-
-    items = list(todo.values())
-    if engine == "fast":
-        fresh = examine_fast(root, items, tables, jobs=jobs, warnings=warnings, progress=report)
-    else:
-        fresh = examine_with_hipify_perl(
-            root, items, tables, jobs=jobs, warnings=warnings, progress=report
-        )
+    examine = examine_fast if engine == "fast" else examine_with_hipify_perl
+    fresh = examine(
+        root, list(todo.values()), tables, jobs=jobs, warnings=warnings, progress=progress
+    )
     timings["examine_s"] = time.monotonic() - t0
     t0 = time.monotonic()
     new_entries: dict[str, tuple[str, bytes]] = {}

@@ -37,7 +37,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -120,7 +120,6 @@ class Tables:
     whitelist: list[str]
     cub_transforms: list[Transform]
     host_transforms: list[Transform]
-    _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def key(self) -> str:

@@ -102,9 +102,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         tmp = Path(tmp_name)
         try:
             tree, origin = _prepare_tree(params, ctx, tmp)
-        except (FileNotFoundError, ValueError) as exc:
-            return RunResult(status="errored", error=str(exc))
-        except ToolMissing as exc:
+        except (FileNotFoundError, ValueError, ToolMissing) as exc:
             return RunResult(status="errored", error=str(exc))
         tree_str = str(tree)
         files = collect_files(
@@ -116,10 +114,8 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         home = tmp / "home"
         (home / "objects").mkdir(parents=True)
         env = compile_env(str(home))
-        tasks = [
-            (i, rel, target)
-            for i, (target, rel) in enumerate((target, rel) for target in targets for rel in files)
-        ]
+        pairs = ((rel, target) for target in targets for rel in files)
+        tasks = [(i, rel, target) for i, (rel, target) in enumerate(pairs)]
 
         def compile_one(task: tuple[int, str, str]) -> dict[str, Any]:
             number, rel, target = task

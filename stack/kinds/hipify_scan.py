@@ -28,40 +28,21 @@ def source_root(ctx: RunContext, subpath: str = "") -> Path:
     return root
 
 
-def measurements_for(summary: dict[str, Any], engine: str) -> list[Measurement]:
+_TOTAL_UNITS = (
+    ("files", "files"),
+    ("lines", "lines"),
+    ("converted_refs", "refs"),
+    ("cuda_refs", "refs"),
+    ("warnings", "warnings"),
+)
+
+
+def measurements_for(summary: dict[str, Any]) -> list[Measurement]:
     """Totals as measurements: everything here is CUDA work left, so lower is better."""
     totals = summary["totals"]
     out = [
-        Measurement(
-            "hipify-scan", "files", "files", totals["files"], [totals["files"]], better="lower"
-        ),
-        Measurement(
-            "hipify-scan", "lines", "lines", totals["lines"], [totals["lines"]], better="lower"
-        ),
-        Measurement(
-            "hipify-scan",
-            "converted_refs",
-            "refs",
-            totals["converted_refs"],
-            [totals["converted_refs"]],
-            better="lower",
-        ),
-        Measurement(
-            "hipify-scan",
-            "cuda_refs",
-            "refs",
-            totals["cuda_refs"],
-            [totals["cuda_refs"]],
-            better="lower",
-        ),
-        Measurement(
-            "hipify-scan",
-            "warnings",
-            "warnings",
-            totals["warnings"],
-            [totals["warnings"]],
-            better="lower",
-        ),
+        Measurement("hipify-scan", metric, unit, totals[metric], [totals[metric]], better="lower")
+        for metric, unit in _TOTAL_UNITS
     ]
     for kind, counts in summary["warnings_by_kind"].items():
         for scope, value in (("all", counts["total"]), ("code", counts["code"])):
@@ -157,7 +138,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     )
     return RunResult(
         status="succeeded",
-        measurements=measurements_for(summary, engine),
+        measurements=measurements_for(summary),
         summary=summary,
         artifacts=artifacts,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 
@@ -114,8 +115,13 @@ def test_a_hipified_tarball_with_links_or_escaping_paths_is_refused(tmp_path):
 
 def test_the_tarball_is_reproducible(tmp_path):
     (tmp_path / "t/d").mkdir(parents=True)
-    (tmp_path / "t/d/a.hip").write_text("int a;\n")
-    assert tar_tree(tmp_path / "t") == tar_tree(tmp_path / "t")
+    source = tmp_path / "t/d/a.hip"
+    source.write_text("int a;\n")
+    first = tar_tree(tmp_path / "t")
+    # neither the file's time nor its mode may reach the archive
+    os.utime(source, (1, 1))
+    source.chmod(0o600)
+    assert tar_tree(tmp_path / "t") == first
 
 
 @needs_hipify_perl
