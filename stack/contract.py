@@ -80,19 +80,22 @@ TOOL_STATUS_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+# Every key of a GPU record, in the order the parsers write them (stack.parsers.gpu_entry).
+GPU_FIELDS = (
+    "index",
+    "vendor",
+    "model",
+    "arch",
+    "memory_bytes",
+    "compute_units",
+    "driver",
+    "uuid",
+    "source",
+)
+
 GPU_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": [
-        "index",
-        "vendor",
-        "model",
-        "arch",
-        "memory_bytes",
-        "compute_units",
-        "driver",
-        "uuid",
-        "source",
-    ],
+    "required": list(GPU_FIELDS),
     "properties": {
         "index": {"type": "integer", "minimum": 0},
         "vendor": {"enum": list(GPU_VENDORS)},

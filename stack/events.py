@@ -10,7 +10,6 @@ import _thread
 import contextlib
 import json
 import math
-import os
 from typing import IO
 
 from stack.contract import EVENT_LOG, EVENT_METRIC, EVENT_PROGRESS, LOG_LEVELS
@@ -27,9 +26,7 @@ class Emitter:
     result.json, not the stream, is the record of the job.
     """
 
-    def __init__(self, stream: IO[str] | None = None) -> None:
-        if stream is None:
-            stream = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
         self._lock = _thread.allocate_lock()
         self._closed = False

@@ -38,7 +38,7 @@ INSTALL_HINTS: dict[str, str] = {
     "torch": "pip wheels of PyTorch for ROCm or CUDA, or the rocm/pytorch image",
 }
 
-_PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG = 1
 
 
 class ToolError(Exception):
@@ -131,26 +131,42 @@ def _is_executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def _die_with_parent_preexec() -> Callable[[], None] | None:
-    """A preexec_fn that asks Linux to SIGKILL the child when the runner dies.
+def make_die_with_parent() -> Callable[[], None] | None:
+    """A function that asks Linux to SIGKILL the calling process when its parent dies.
 
-    libc is loaded here, before fork, so that the child only makes the system
-    call. There is a race (the runner dying between fork and prctl), closed by
-    checking that the parent is still the one that forked. Note: the signal
-    fires when the forking *thread* ends, so run tools from a thread that
-    outlives them (the main thread, normally).
+    libc is loaded here, so the returned function only makes the system call:
+    it is safe in a forked child before exec (a preexec_fn, a pool initializer).
+    None where there is no prctl (not Linux). Note: the signal fires when the
+    parent's forking *thread* ends, not the whole parent process.
     """
     import ctypes
 
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
+        return None
+
+    def die_with_parent() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    return die_with_parent
+
+
+def _die_with_parent_preexec() -> Callable[[], None] | None:
+    """A preexec_fn that asks Linux to SIGKILL the child when the runner dies.
+
+    There is a race (the runner dying between fork and prctl), closed by
+    checking that the parent is still the one that forked. Run tools from a
+    thread that outlives them (the main thread, normally): see
+    make_die_with_parent.
+    """
+    die_with_parent = make_die_with_parent()
+    if die_with_parent is None:
         return None
     parent = os.getpid()
 
     def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        die_with_parent()
         if os.getppid() != parent:
             os.kill(os.getpid(), signal.SIGKILL)
 

@@ -22,7 +22,6 @@ Protocol (SOCK_SEQPACKET, one JSON object per message):
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import select
@@ -30,24 +29,17 @@ import signal
 import socket
 import sys
 
-PR_SET_PDEATHSIG = 1
+from stack.tools import make_die_with_parent
+
 MAX_MESSAGE = 1 << 20
 
-
-def _libc() -> ctypes.CDLL | None:
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
-LIBC = _libc()
+_DIE_WITH_PARENT = make_die_with_parent()  # libc loaded once, before any fork
 
 
 def die_with_parent() -> None:
     """Ask the kernel to SIGKILL this process when its parent exits (Linux)."""
-    if LIBC is not None:
-        LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if _DIE_WITH_PARENT is not None:
+        _DIE_WITH_PARENT()
 
 
 def _child(request: dict, fds: list[int], parent: int, close: list[int]) -> None:

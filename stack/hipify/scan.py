@@ -675,9 +675,14 @@ def scan_tree(
     t0 = time.monotonic()
     jobs = jobs or usable_cpus()
     examine = examine_fast if engine == "fast" else examine_with_hipify_perl
-    fresh = examine(
-        root, list(todo.values()), tables, jobs=jobs, warnings=warnings, progress=progress
-    )
+    try:
+        fresh = examine(
+            root, list(todo.values()), tables, jobs=jobs, warnings=warnings, progress=progress
+        )
+    except BaseException:
+        if cache is not None:
+            cache.close()
+        raise
     timings["examine_s"] = time.monotonic() - t0
     t0 = time.monotonic()
     new_entries: dict[str, tuple[str, bytes]] = {}

@@ -512,6 +512,8 @@ def extract_tables(script: str, *, perl: str | None = None, sha256: str | None =
 
     program = _perl_string_program(source, subs, check_subs)
     perl = perl or _perl_for(script)
+    from stack.tools import _die_with_parent_preexec
+
     env = {**os.environ, **PERL_DETERMINISTIC_ENV}
     proc = subprocess.run(
         [perl, "-"],
@@ -520,6 +522,7 @@ def extract_tables(script: str, *, perl: str | None = None, sha256: str | None =
         env=env,
         timeout=120,
         check=False,
+        preexec_fn=_die_with_parent_preexec(),
     )
     if proc.returncode != 0:
         raise TablesError(

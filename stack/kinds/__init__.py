@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stack.blas.schema import PARAMS_SCHEMA as BLAS_BENCH_PARAMS
-from stack.contract import ERRORED, FAILED, SUCCEEDED
+from stack.contract import STATUSES, SUCCEEDED
 from stack.hipify.schemas import (
     COMPILE_CHECK_PARAMS,
     HIPIFY_CONVERT_PARAMS,
@@ -92,8 +92,6 @@ class Kind:
         }
 
 
-_STATUS_ENUM = [SUCCEEDED, FAILED, ERRORED]
-
 NOOP = Kind(
     name="noop",
     title="No-op",
@@ -120,7 +118,7 @@ NOOP = Kind(
             },
             "exit_status": {
                 "type": "string",
-                "enum": _STATUS_ENUM,
+                "enum": list(STATUSES),
                 "default": SUCCEEDED,
                 "description": "The status to end with.",
             },

@@ -112,6 +112,14 @@ def _call(
     return run
 
 
+def _ok(report: ToolReport, run: ToolRun | None) -> ToolRun | None:
+    """The run if it exited 0; else None, with the exit status kept as the report's error."""
+    if run is not None and not run.ok:
+        report.fail(_exit_text(run))
+        return None
+    return run
+
+
 def _parse(report: ToolReport, parser: Callable[[str], Any], text: str) -> Any:
     try:
         return parser(text)
@@ -139,11 +147,8 @@ def probe_amd_smi(path: str, timeout: float) -> ToolReport:
         report.facts["driver_version"] = versions["amdgpu"]
         if versions["library"]:
             report.libraries["amdsmi"] = versions["library"]
-    run = _call(report, [path, "static", "--json"], timeout)
+    run = _ok(report, _call(report, [path, "static", "--json"], timeout))
     if run is None:
-        return report
-    if not run.ok:
-        report.fail(_exit_text(run))
         return report
     report.gpus = _parse(report, amdsmi.parse_static, run.stdout) or []
     if report.gpus:
@@ -181,11 +186,8 @@ def probe_rocm_smi(path: str, timeout: float) -> ToolReport:
         "--showuniqueid",
         "--json",
     ]
-    run = _call(report, argv, timeout)
+    run = _ok(report, _call(report, argv, timeout))
     if run is None:
-        return report
-    if not run.ok:
-        report.fail(_exit_text(run))
         return report
     parsed = _parse(report, rocmsmi.parse_json, run.stdout)
     if parsed:
@@ -197,11 +199,8 @@ def probe_rocm_smi(path: str, timeout: float) -> ToolReport:
 def probe_rocminfo(path: str, timeout: float) -> ToolReport:
     """rocminfo: the HSA agents (GPUs among them), the runtime and ROCk module versions."""
     report = ToolReport("rocminfo", present=True, path=path)
-    run = _call(report, [path], timeout)
+    run = _ok(report, _call(report, [path], timeout))
     if run is None:
-        return report
-    if not run.ok:
-        report.fail(_exit_text(run))
         return report
     parsed = _parse(report, rocminfo.parse_rocminfo, run.stdout)
     if parsed:
@@ -220,10 +219,8 @@ def probe_nvidia_smi(path: str, timeout: float) -> ToolReport:
     if run is not None and not run.ok and "compute_cap" in run.stdout + run.stderr:
         fields = nvidiasmi.LEGACY_FIELDS
         run = _call(report, [path, *nvidiasmi.LEGACY_QUERY_ARGS], timeout)
+    run = _ok(report, run)
     if run is None:
-        return report
-    if not run.ok:
-        report.fail(_exit_text(run))
         return report
     report.gpus = _parse(report, lambda text: nvidiasmi.parse_query_gpu(text, fields), run.stdout)
     report.gpus = report.gpus or []
@@ -241,11 +238,8 @@ def probe_nvidia_smi(path: str, timeout: float) -> ToolReport:
 def probe_nvcc(path: str, timeout: float) -> ToolReport:
     """nvcc: the CUDA toolkit's release (the CUDA version of last resort)."""
     report = ToolReport("nvcc", present=True, path=path)
-    run = _call(report, [path, "--version"], timeout)
+    run = _ok(report, _call(report, [path, "--version"], timeout))
     if run is None:
-        return report
-    if not run.ok:
-        report.fail(_exit_text(run))
         return report
     versions = nvcc.parse_version(run.stdout)
     report.version = versions["version"]
@@ -290,10 +284,8 @@ def probe_torch(timeout: float, enabled: bool, cwd: str) -> ToolReport:
         shown=f"{os.path.basename(sys.executable)} -c <torch probe script>",
         cwd=cwd,
     )
+    run = _ok(report, run)
     if run is None:
-        return report
-    if not run.ok:
-        report.fail(_exit_text(run))
         return report
     info = _parse(report, torchinfo.parse_output, run.stdout)
     if not info:
@@ -479,16 +471,18 @@ _PROBES: dict[str, Callable[[str, float], ToolReport]] = {
 }
 
 
+def _probe_tool(name: str, timeout: float) -> ToolReport:
+    """Ask one GPU tool (not torch) if it is installed; an absent one is an empty report."""
+    path = _find(name)
+    return _PROBES[name](path, timeout) if path else ToolReport(name)
+
+
 def inventory(timeout: float = 10.0) -> dict[str, Any]:
     """The GPUs of this host as the GPU tools see them (no PyTorch, no artifacts).
 
     Workers call it once to choose GPU passthrough profiles for job containers.
     """
-    reports = {
-        name: (_PROBES[name](path, timeout) if (path := _find(name)) else ToolReport(name))
-        for name in TOOLS
-        if name != "torch"
-    }
+    reports = {name: _probe_tool(name, timeout) for name in _PROBES}
     return {"gpus": merge_gpus(reports), "software": software_info(reports)}
 
 
@@ -507,8 +501,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                 float(params["torch_timeout_s"]), bool(params["torch"]), str(ctx.out)
             )
         else:
-            path = _find(name)
-            report = _PROBES[name](path, timeout) if path else ToolReport(name)
+            report = _probe_tool(name, timeout)
         reports[name] = report
         if not report.present:
             ctx.emit.log(f"{name}: not installed")

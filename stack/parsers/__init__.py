@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from stack.contract import GPU_FIELDS
+
 _NA = {
     "",
     "n/a",
@@ -40,18 +42,6 @@ _UNIT_BYTES = {
     "tb": 1024**4,
     "tib": 1024**4,
 }
-
-GPU_FIELDS = (
-    "index",
-    "vendor",
-    "model",
-    "arch",
-    "memory_bytes",
-    "compute_units",
-    "driver",
-    "uuid",
-    "source",
-)
 
 
 class ParseError(ValueError):

@@ -30,7 +30,7 @@ def parse_json(text: str) -> dict[str, Any]:
     payload = extract_json(text)
     if not isinstance(payload, dict):
         raise ParseError("rocm-smi JSON is not an object")
-    system = _lower_keys(payload.get("system") or {})
+    driver = clean(_lower_keys(payload.get("system") or {}).get("driver version"))
     cards = sorted(
         (int(m.group(1)), value)
         for key, value in payload.items()
@@ -54,12 +54,12 @@ def parse_json(text: str) -> dict[str, Any]:
                 arch=arch if arch and _GFX.match(arch) else None,
                 memory_bytes=to_int(fields.get("vram total memory (b)")),
                 compute_units=None,
-                driver=clean(system.get("driver version")),
+                driver=driver,
                 uuid=clean(fields.get("unique id")),
                 source="rocm-smi",
             )
         )
-    return {"gpus": gpus, "driver_version": clean(system.get("driver version"))}
+    return {"gpus": gpus, "driver_version": driver}
 
 
 def parse_version(text: str) -> dict[str, str | None]:

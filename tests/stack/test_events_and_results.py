@@ -68,12 +68,18 @@ def test_emitter_turns_a_non_finite_metric_into_a_warning():
 
 def test_emitter_keeps_quiet_once_the_reader_has_gone():
     class Broken(io.StringIO):
+        writes = 0
+
         def write(self, text):
+            self.writes += 1
             raise BrokenPipeError
 
-    emitter = Emitter(Broken())
+    stream = Broken()
+    emitter = Emitter(stream)
     emitter.progress(1)
     emitter.log("still alive")  # no exception: result.json is the record, not the stream
+    emitter.close()
+    assert stream.writes == 1  # the first broken pipe stops the stream for good
 
 
 def test_timestamps_are_iso8601_utc_with_z():
