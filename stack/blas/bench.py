@@ -12,12 +12,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stack.blas import telemetry
+from stack.blas import check, telemetry
 from stack.blas.devices import Device, TorchTimer, free_memory_bytes
-from stack.blas.results import CaseResult
+from stack.blas.results import FAILED_CHECK, CaseResult
 from stack.blas.stats import BlockTimer, LoopSettings, Timing, adaptive_loop
 
 Log = Callable[[str, str], None]
+
+
+def rotate(calls: list[Callable[[], Any]]) -> Callable[[], Any]:
+    """One call that runs ``calls`` in turn (one per input set); the call itself if only one."""
+    if len(calls) == 1:
+        return calls[0]
+    state = {"i": 0}
+
+    def call() -> Any:
+        i = state["i"]
+        state["i"] = (i + 1) % len(calls)
+        return calls[i]()
+
+    return call
 
 
 @dataclass
@@ -114,25 +128,21 @@ class Bench:
 
     def measure_torch(self, calls: list[Callable[[], Any]]) -> Timing:
         """Time torch calls, rotating through them (one per input set)."""
-        if len(calls) == 1:
-            call = calls[0]
+        return self.measure(self.timer.block(rotate(calls)))
+
+    def damage(self, result: CaseResult, out: Any, what: str = "output") -> None:
+        """corrupt_output: damage one element of ``out`` in place and note where on the result."""
+        if self.backend == "torch":
+            where = check.corrupt_torch(self.torch, out, self.seed)
         else:
-            state = {"i": 0}
-
-            def call() -> Any:
-                i = state["i"]
-                state["i"] = (i + 1) % len(calls)
-                return calls[i]()
-
-        return self.measure(self.timer.block(call))
+            where = check.corrupt_numpy(self.np, out, self.seed)
+        result.notes.append(f"corrupt_output: damaged the {what} at {where}")
 
     def attach_telemetry(self, result: CaseResult) -> None:
         """The samples of the case's timed window, summarised, onto the result."""
-        if result.timing is None:
+        if result.timing is None or self.sampler.source == "none":
             return
         window = self.sampler.window(result.timing.wall_start, result.timing.wall_end)
-        if self.sampler.source == "none":
-            return
         result.telemetry = telemetry.summarize_window(window)
 
     def remember_rate(self, family: str, precision: str, result: CaseResult) -> None:
@@ -144,6 +154,14 @@ class Bench:
             key = (family, precision)
             rate = result.work / seconds
             self.rates[key] = max(rate, self.rates.get(key, 0.0))
+
+    def finish(self, result: CaseResult, key: str) -> CaseResult:
+        """After a measured case: its telemetry, a failed check as its status, its rate kept."""
+        self.attach_telemetry(result)
+        if result.check is not None and not result.check.passed:
+            result.status, result.reason = FAILED_CHECK, result.check.detail
+        self.remember_rate(result.family, key, result)
+        return result
 
 
 def peak_for(device: Device, precision: str) -> tuple[float | None, str | None]:

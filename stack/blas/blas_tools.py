@@ -45,7 +45,6 @@ hipblaslt-bench
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from stack.blas.cases import GemmCase
@@ -356,8 +355,3 @@ def check_from_tool(row: dict[str, Any], precision: str) -> tuple[bool, float, f
     passed = error <= tolerance
     detail = "" if passed else f"relative norm error {error:.3g} > {tolerance:.3g}"
     return passed, float(error), tolerance, detail
-
-
-def describe(argv: Sequence[str]) -> str:
-    """The command as one line, for logs and artifacts."""
-    return " ".join(argv)

@@ -42,24 +42,28 @@ def _sample_rows(np: Any, row_peaks: Any, m: int, seed: int) -> Any:
 # --------------------------------------------------------------------------
 
 
-def _reference_matmul(torch: Any, a64: Any, b64: Any, split: bool) -> Any:
+def _reference_matmul(matmul: Any, a64: Any, b64: Any, split: bool) -> Any:
     """float64 A @ B; split along k into uneven chunks when the GEMM under test was FP64.
 
     An FP64 result checked against the same library's FP64 GEMM on the same
     shape would be compared with itself. Summing three products of different
     inner sizes runs other kernels in another accumulation order, so the
-    reference no longer shares the tested code path.
+    reference no longer shares the tested code path. ``matmul`` is
+    torch.matmul or np.matmul.
     """
     k = a64.shape[-1]
     if not split or k < 3:
-        return torch.matmul(a64, b64)
+        return matmul(a64, b64)
     cuts = [0, k // 3, k // 3 + (k - k // 3) // 2 + 1, k]
     ref = None
     for lo, hi in itertools.pairwise(cuts):
         if hi <= lo:
             continue
-        part = torch.matmul(a64[..., lo:hi], b64[..., lo:hi, :])
-        ref = part if ref is None else ref.add_(part)
+        part = matmul(a64[..., lo:hi], b64[..., lo:hi, :])
+        if ref is None:
+            ref = part
+        else:
+            ref += part
     return ref
 
 
@@ -88,7 +92,7 @@ def gemm_check_torch(
     mode = "full"
     independent = a.dtype == torch.float64
     if full:
-        ref = _reference_matmul(torch, a64, b64, independent)
+        ref = _reference_matmul(torch.matmul, a64, b64, independent)
         got = out64
         row_norms = torch.linalg.vector_norm(a64, dim=-1)
     else:
@@ -97,9 +101,10 @@ def gemm_check_torch(
             peaks_by_row = peaks_by_row.amax(dim=0)
         rows = _sample_rows(np, peaks_by_row.float().cpu().numpy(), m, seed)
         index = torch.as_tensor(rows, device=out64.device)
-        ref = _reference_matmul(torch, a64.index_select(-2, index), b64, independent)
+        a_rows = a64.index_select(-2, index)
+        ref = _reference_matmul(torch.matmul, a_rows, b64, independent)
         got = out64.index_select(-2, index)
-        row_norms = torch.linalg.vector_norm(a64.index_select(-2, index), dim=-1)
+        row_norms = torch.linalg.vector_norm(a_rows, dim=-1)
         mode = f"rows:{len(rows)}"
     col_norms = torch.linalg.vector_norm(b64, dim=-2)
     scale = (row_norms.unsqueeze(-1) * col_norms.unsqueeze(-2)).clamp_min(1e-300)
@@ -156,21 +161,6 @@ def relative_check_torch(
 # --------------------------------------------------------------------------
 
 
-def _reference_matmul_numpy(np: Any, a64: Any, b64: Any, split: bool) -> Any:
-    """numpy twin of _reference_matmul."""
-    k = a64.shape[-1]
-    if not split or k < 3:
-        return np.matmul(a64, b64)
-    cuts = [0, k // 3, k // 3 + (k - k // 3) // 2 + 1, k]
-    ref = None
-    for lo, hi in itertools.pairwise(cuts):
-        if hi <= lo:
-            continue
-        part = np.matmul(a64[..., lo:hi], b64[..., lo:hi, :])
-        ref = part if ref is None else ref + part
-    return ref
-
-
 def gemm_check_numpy(
     np: Any,
     out: Any,
@@ -190,7 +180,7 @@ def gemm_check_numpy(
     mode = "full"
     split = a.dtype == np.float64
     if full:
-        ref = _reference_matmul_numpy(np, a64, b64, split)
+        ref = _reference_matmul(np.matmul, a64, b64, split)
         got = out64
         row_norms = np.linalg.norm(a64, axis=-1)
     else:
@@ -198,9 +188,10 @@ def gemm_check_numpy(
         while peaks_by_row.ndim > 1:
             peaks_by_row = peaks_by_row.max(axis=0)
         rows = _sample_rows(np, peaks_by_row, m, seed)
-        ref = _reference_matmul_numpy(np, np.take(a64, rows, axis=-2), b64, split)
+        a_rows = np.take(a64, rows, axis=-2)
+        ref = _reference_matmul(np.matmul, a_rows, b64, split)
         got = np.take(out64, rows, axis=-2)
-        row_norms = np.linalg.norm(np.take(a64, rows, axis=-2), axis=-1)
+        row_norms = np.linalg.norm(a_rows, axis=-1)
         mode = f"rows:{len(rows)}"
     col_norms = np.linalg.norm(b64, axis=-2)
     scale = np.maximum(row_norms[..., :, None] * col_norms[..., None, :], 1e-300)
@@ -228,7 +219,9 @@ def corrupt_numpy(np: Any, out: Any, seed: int = 0) -> str:
     return f"element {list(where)}"
 
 
-def relative_check_numpy(np: Any, got: Any, ref: Any, tolerance: float) -> CheckResult:
+def relative_check_numpy(
+    np: Any, got: Any, ref: Any, tolerance: float, label: str = "full"
+) -> CheckResult:
     """max |got - ref| / rms(ref) in numpy."""
     nonfinite = int((~np.isfinite(got)).sum())
     ref64 = ref.astype(np.complex128 if np.iscomplexobj(ref) else np.float64)
@@ -238,4 +231,4 @@ def relative_check_numpy(np: Any, got: Any, ref: Any, tolerance: float) -> Check
     error = float(diff.max()) / rms if diff.size else 0.0
     passed = nonfinite == 0 and error <= tolerance
     detail = "" if passed else f"max |error| / rms(reference) = {error:.3g} > {tolerance:.3g}"
-    return CheckResult(passed, error, tolerance, "full", nonfinite, detail)
+    return CheckResult(passed, error, tolerance, label, nonfinite, detail)

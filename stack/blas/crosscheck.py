@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+from stack.blas.precisions import PRECISION_NAMES as PRECISIONS
+
 WARMUP_MS = 200
 REP_MS = 500
 
@@ -159,13 +160,9 @@ def _runner_times(result_file: Path) -> dict[str, dict[str, Any]]:
     for m in data.get("measurements", []):
         if m["metric"] != "time":
             continue
-        c = m["case"]
-        if m["benchmark"] == "gemm":
-            key = _key({"family": "gemm", **c})
-        elif m["benchmark"] == "bandwidth":
-            key = _key({"family": "bandwidth", **c})
-        else:
+        if m["benchmark"] not in ("gemm", "bandwidth"):
             continue
+        key = _key({"family": m["benchmark"], **m["case"]})
         found.setdefault(key, {})["ms"] = m["value"]
         found[key]["samples"] = len(m["samples"])
     for family, rows in data.get("summary", {}).get("tables", {}).items():
@@ -179,9 +176,15 @@ def _runner_times(result_file: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _median(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None and math.isfinite(v)]
-    return statistics.median(values) if values else None
+def _reference_times(path: Path) -> dict[str, Any]:
+    """A reference round's entries by case key (none when the file is missing)."""
+    data = json.loads(path.read_text()) if path.exists() else {}
+    return {e["key"]: e for e in data.get("results", [])}
+
+
+def _median(values: list[float | None]) -> float | None:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(finite) if finite else None
 
 
 def orchestrate(out: Path, rounds: int, size: int, bandwidth_mib: float, device: str) -> int:
@@ -224,8 +227,7 @@ def orchestrate(out: Path, rounds: int, size: int, bandwidth_mib: float, device:
                 proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
                     (out / f"reference-{r}.log").write_text(proc.stderr[-200000:])
-                data = json.loads(target_file.read_text()) if target_file.exists() else {}
-                reference_rounds.append({e["key"]: e for e in data.get("results", [])})
+                reference_rounds.append(_reference_times(target_file))
             order_log.append({"round": r, "step": step, "seconds": round(time.time() - started, 1)})
             print(f"round {r}: {step} done in {time.time() - started:.1f} s", flush=True)
 
@@ -247,8 +249,7 @@ def load_rounds(out: Path) -> tuple[list[dict[str, dict[str, Any]]], list[dict[s
             runner_rounds.append(_runner_times(result))
         ref = out / f"reference-{r}.json"
         if ref.exists():
-            data = json.loads(ref.read_text())
-            reference_rounds.append({e["key"]: e for e in data.get("results", [])})
+            reference_rounds.append(_reference_times(ref))
         r += 1
     return runner_rounds, reference_rounds
 
@@ -273,7 +274,7 @@ def compare(
             ("do_bench", do_bench_ms),
             ("torch_benchmark", torch_ms),
         ):
-            med = _median([v for v in series if v is not None])
+            med = _median(series)
             row[name] = {
                 "per_round_ms": series,
                 "median_ms": med,

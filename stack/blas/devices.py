@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stack.blas import peaks
+from stack.parsers.host import parse_cpu_model
 
 
 @dataclass
@@ -53,12 +54,9 @@ class Device:
 def _cpu_name() -> str | None:
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+            return parse_cpu_model(f.read())
     except OSError:
-        pass
-    return None
+        return None
 
 
 def cpu_last_level_cache_bytes() -> int | None:
@@ -189,11 +187,6 @@ class TorchTimer:
             if device.kind == "cuda"
             else "time.perf_counter around blocks of synchronous calls"
         )
-
-    def synchronize(self) -> None:
-        """Wait for all queued device work."""
-        if self.device.kind == "cuda":
-            self.torch.cuda.synchronize(self.device.index)
 
     def cycles_per_second(self) -> float:
         """How fast torch.cuda._sleep spins (measured once, with events)."""

@@ -23,18 +23,10 @@ from typing import Any
 
 from stack.blas import check
 from stack.blas.bench import Bench, hbm_peak
-from stack.blas.results import ERROR, FAILED_CHECK, SKIPPED, UNSUPPORTED, CaseResult, CheckResult
+from stack.blas.results import ERROR, SKIPPED, UNSUPPORTED, CaseResult, CheckResult
 from stack.blas.stats import cpu_blocks
 
 _U = {"fp32": 2.0**-24, "fp64": 2.0**-53}
-
-
-def _finish(bench: Bench, result: CaseResult, precision: str) -> CaseResult:
-    bench.attach_telemetry(result)
-    if result.check is not None and not result.check.passed:
-        result.status, result.reason = FAILED_CHECK, result.check.detail
-    bench.remember_rate(result.family, precision, result)
-    return result
 
 
 def _fail(result: CaseResult, exc: BaseException) -> CaseResult:
@@ -101,7 +93,7 @@ def bandwidth_case(bench: Bench, op: str, size_mb: float) -> CaseResult:
             "numpy's triad takes two passes (multiply, then add in place); bytes are counted "
             "the STREAM way (3 arrays), so this understates the hardware"
         )
-    return _finish(bench, result, "fp32")
+    return bench.finish(result, "fp32")
 
 
 def _bandwidth_torch(bench: Bench, result: CaseResult, op: str, n: int) -> None:
@@ -129,8 +121,7 @@ def _bandwidth_torch(bench: Bench, result: CaseResult, op: str, n: int) -> None:
     bench.synchronize()
     got = b if op == "copy" else a
     if bench.corrupt:
-        where = check.corrupt_torch(torch, got, bench.seed)
-        result.notes.append(f"corrupt_output: damaged the output at {where}")
+        bench.damage(result, got)
     if op == "copy":
         ref = a
         tolerance = 0.0
@@ -163,8 +154,7 @@ def _bandwidth_numpy(bench: Bench, result: CaseResult, op: str, n: int) -> None:
     call()
     got = b if op == "copy" else a
     if bench.corrupt:
-        where = check.corrupt_numpy(np, got, bench.seed)
-        result.notes.append(f"corrupt_output: damaged the output at {where}")
+        bench.damage(result, got)
     if op == "copy":
         result.check = check.relative_check_numpy(np, got, a, 0.0)
     else:
@@ -207,66 +197,84 @@ def fft_case(bench: Bench, shape: list[int], batch: int, precision: str) -> Case
         result.status, result.reason = SKIPPED, refusal
         return result
     tolerance = 32 * _U[precision] * max(math.log2(max(points, 2)), 1.0)
+    full = (batch, *shape) if batch > 1 else tuple(shape)
     dims = tuple(range(-len(shape), 0))
     try:
         if bench.backend == "torch":
-            torch = bench.torch
-            bench.release()
-            gen = torch.Generator(device=bench.device.label).manual_seed(bench.seed + points)
-            dtype = torch.complex64 if precision == "fp32" else torch.complex128
-            real = torch.float32 if precision == "fp32" else torch.float64
-            full = (batch, *shape) if batch > 1 else tuple(shape)
-            target = torch.device(bench.device.label)
-            x = torch.complex(
-                torch.randn(full, generator=gen, device=target, dtype=real),
-                torch.randn(full, generator=gen, device=target, dtype=real),
-            ).to(dtype)
-            fftn = torch.fft.fftn
-            result.timing = bench.measure_torch([lambda: fftn(x, dim=dims)])
-            if bench.check:
-                got = fftn(x, dim=dims)
-                if bench.corrupt:
-                    where = check.corrupt_torch(torch, got.view(real), bench.seed)
-                    result.notes.append(f"corrupt_output: damaged the output at {where}")
-                if precision == "fp32":
-                    ref = fftn(x.to(torch.complex128), dim=dims)
-                    result.check = check.relative_check_torch(torch, got, ref, tolerance)
-                else:
-                    # an FP64 reference would be the very transform under test: check
-                    # the round trip through the inverse transform instead
-                    back = torch.fft.ifftn(got, dim=dims)
-                    result.check = check.relative_check_torch(
-                        torch, back, x, tolerance, "roundtrip"
-                    )
-                    del back
-                del got
+            _fft_torch(bench, result, full, dims, precision, tolerance, bench.seed + points)
         else:
-            np = bench.np
-            rng = np.random.default_rng(bench.seed + points)
-            full = (batch, *shape) if batch > 1 else tuple(shape)
-            real = np.float32 if precision == "fp32" else np.float64
-            x = rng.standard_normal(full, dtype=real) + 1j * rng.standard_normal(full, dtype=real)
-            x = x.astype(np.complex64 if precision == "fp32" else np.complex128)
-            fftn = np.fft.fftn
-            result.timing = bench.measure(cpu_blocks(lambda: fftn(x, axes=dims)))
-            got = fftn(x, axes=dims)
-            if got.dtype != x.dtype:
-                result.notes.append(f"numpy.fft computed in {got.dtype} for {x.dtype} input")
-            if bench.check:
-                if bench.corrupt:
-                    where = check.corrupt_numpy(np, got, bench.seed)
-                    result.notes.append(f"corrupt_output: damaged the output at {where}")
-                if precision == "fp32":
-                    ref = fftn(x.astype(np.complex128), axes=dims)
-                    result.check = check.relative_check_numpy(np, got, ref, tolerance)
-                else:
-                    back = np.fft.ifftn(got, axes=dims)
-                    result.check = check.relative_check_numpy(np, back, x, tolerance)
-                    result.check.mode = "roundtrip"
+            _fft_numpy(bench, result, full, dims, precision, tolerance, bench.seed + points)
     except Exception as exc:  # reported per case
         bench.release()
         return _fail(result, exc)
-    return _finish(bench, result, precision)
+    return bench.finish(result, precision)
+
+
+def _fft_torch(
+    bench: Bench,
+    result: CaseResult,
+    full: tuple[int, ...],
+    dims: tuple[int, ...],
+    precision: str,
+    tolerance: float,
+    seed: int,
+) -> None:
+    torch = bench.torch
+    bench.release()
+    gen = torch.Generator(device=bench.device.label).manual_seed(seed)
+    dtype = torch.complex64 if precision == "fp32" else torch.complex128
+    real = torch.float32 if precision == "fp32" else torch.float64
+    target = torch.device(bench.device.label)
+    x = torch.complex(
+        torch.randn(full, generator=gen, device=target, dtype=real),
+        torch.randn(full, generator=gen, device=target, dtype=real),
+    ).to(dtype)
+    fftn = torch.fft.fftn
+    result.timing = bench.measure_torch([lambda: fftn(x, dim=dims)])
+    if not bench.check:
+        return
+    got = fftn(x, dim=dims)
+    if bench.corrupt:
+        bench.damage(result, got.view(real))
+    if precision == "fp32":
+        ref = fftn(x.to(torch.complex128), dim=dims)
+        result.check = check.relative_check_torch(torch, got, ref, tolerance)
+    else:
+        # an FP64 reference would be the very transform under test: check
+        # the round trip through the inverse transform instead
+        back = torch.fft.ifftn(got, dim=dims)
+        result.check = check.relative_check_torch(torch, back, x, tolerance, "roundtrip")
+
+
+def _fft_numpy(
+    bench: Bench,
+    result: CaseResult,
+    full: tuple[int, ...],
+    dims: tuple[int, ...],
+    precision: str,
+    tolerance: float,
+    seed: int,
+) -> None:
+    np = bench.np
+    rng = np.random.default_rng(seed)
+    real = np.float32 if precision == "fp32" else np.float64
+    x = rng.standard_normal(full, dtype=real) + 1j * rng.standard_normal(full, dtype=real)
+    x = x.astype(np.complex64 if precision == "fp32" else np.complex128)
+    fftn = np.fft.fftn
+    result.timing = bench.measure(cpu_blocks(lambda: fftn(x, axes=dims)))
+    got = fftn(x, axes=dims)
+    if got.dtype != x.dtype:
+        result.notes.append(f"numpy.fft computed in {got.dtype} for {x.dtype} input")
+    if not bench.check:
+        return
+    if bench.corrupt:
+        bench.damage(result, got)
+    if precision == "fp32":
+        ref = fftn(x.astype(np.complex128), axes=dims)
+        result.check = check.relative_check_numpy(np, got, ref, tolerance)
+    else:
+        back = np.fft.ifftn(got, axes=dims)
+        result.check = check.relative_check_numpy(np, back, x, tolerance, "roundtrip")
 
 
 # --------------------------------------------------------------------------
@@ -326,11 +334,7 @@ def solver_case(bench: Bench, op: str, n: int, precision: str) -> CaseResult:
     except Exception as exc:  # reported per case
         bench.release()
         return _fail(result, exc)
-    bench.attach_telemetry(result)
-    if result.check is not None and not result.check.passed:
-        result.status, result.reason = FAILED_CHECK, result.check.detail
-    bench.remember_rate("solver", f"{op}-{precision}", result)
-    return result
+    return bench.finish(result, f"{op}-{precision}")
 
 
 def _residual(norm: Callable[[Any], float], a: Any, rebuilt: Any, tolerance: float) -> CheckResult:
@@ -376,8 +380,7 @@ def _solver_torch(
     outputs = call()
     factor = outputs[0]
     if bench.corrupt:
-        where = check.corrupt_torch(torch, factor, bench.seed)
-        result.notes.append(f"corrupt_output: damaged the factor at {where}")
+        bench.damage(result, factor, "factor")
     if op == "lu":
         p, lower, upper = torch.lu_unpack(factor, outputs[1])
         rebuilt = p @ lower @ upper
@@ -423,8 +426,7 @@ def _solver_numpy(
     outputs = call()
     factor = np.array(outputs[0])
     if bench.corrupt:
-        where = check.corrupt_numpy(np, factor, bench.seed)
-        result.notes.append(f"corrupt_output: damaged the factor at {where}")
+        bench.damage(result, factor, "factor")
     if op == "lu":
         lower = np.tril(factor, -1) + np.eye(n, dtype=factor.dtype)
         upper = np.triu(factor)

@@ -11,10 +11,10 @@ import statistics
 from typing import Any
 
 from stack.blas import blas_tools, check, gemm_numpy, gemm_torch
-from stack.blas.bench import Bench, peak_for
+from stack.blas.bench import Bench, peak_for, rotate
 from stack.blas.cases import GemmCase
 from stack.blas.precisions import get as get_precision
-from stack.blas.results import ERROR, FAILED_CHECK, SKIPPED, UNSUPPORTED, CaseResult, CheckResult
+from stack.blas.results import ERROR, SKIPPED, UNSUPPORTED, CaseResult, CheckResult
 from stack.blas.stats import Timing, cpu_blocks
 
 FAMILY = "gemm"
@@ -134,8 +134,7 @@ def run_torch(bench: Bench, case: GemmCase) -> CaseResult:
                 out = gemm_torch.gemm_call(torch, case.precision, first, fast_accum)()
                 bench.synchronize()
                 if bench.corrupt:
-                    where = check.corrupt_torch(torch, out, bench.seed)
-                    result.notes.append(f"corrupt_output: damaged the output at {where}")
+                    bench.damage(result, out)
                 result.check = check.gemm_check_torch(
                     torch,
                     out,
@@ -160,10 +159,7 @@ def run_torch(bench: Bench, case: GemmCase) -> CaseResult:
 
 
 def _finish(bench: Bench, case: GemmCase, result: CaseResult) -> None:
-    bench.attach_telemetry(result)
-    if result.check is not None and not result.check.passed:
-        result.status = FAILED_CHECK
-        result.reason = result.check.detail
+    bench.finish(result, case.precision)
     if (
         case.precision == "tf32"
         and result.check is not None
@@ -175,7 +171,6 @@ def _finish(bench: Bench, case: GemmCase, result: CaseResult) -> None:
             "TF32 was asked for but the error is at full-FP32 level: the library probably "
             "computed in FP32 (no TF32 path taken)"
         )
-    bench.remember_rate(FAMILY, case.precision, result)
 
 
 # --------------------------------------------------------------------------
@@ -208,21 +203,13 @@ def run_numpy(bench: Bench, case: GemmCase) -> CaseResult:
         if len(sets) > 1:
             result.extra["operand_sets"] = len(sets)
         calls = [gemm_numpy.gemm_call(np, a, b) for a, b in sets]
-        state = {"i": 0}
-
-        def call() -> Any:
-            i = state["i"]
-            state["i"] = (i + 1) % len(calls)
-            return calls[i]()
-
-        result.timing = bench.measure(cpu_blocks(call))
+        result.timing = bench.measure(cpu_blocks(rotate(calls)))
         del sets[1:]
         if bench.check:
             a, b = first
             out = np.matmul(a, b)
             if bench.corrupt:
-                where = check.corrupt_numpy(np, out, bench.seed)
-                result.notes.append(f"corrupt_output: damaged the output at {where}")
+                bench.damage(result, out)
             result.check = check.gemm_check_numpy(
                 np, out, a, b, precision.tolerance(case.k),
                 full=_check_fits(bench, case), seed=bench.seed,

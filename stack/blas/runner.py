@@ -82,12 +82,6 @@ def _tool_device(environment: dict[str, Any] | None, index: int) -> Device:
     )
 
 
-def _null_sampler(reason: str, interval_ms: int) -> telemetry.Sampler:
-    sampler = telemetry.Sampler(interval_ms)
-    sampler.error = reason
-    return sampler
-
-
 def setup_backend(
     backend: str,
     params: dict[str, Any],
@@ -113,7 +107,7 @@ def setup_backend(
         from stack.blas.gemm_numpy import library_name
 
         device = cpu_device()
-        sampler = _null_sampler("CPU run: no GPU telemetry", interval)
+        sampler = telemetry.null_sampler("CPU run: no GPU telemetry", interval)
         bench = Bench(backend, device=device, sampler=sampler, np=np, **common)
         return bench, None, library_name(np)
     if backend == "torch":
@@ -131,7 +125,7 @@ def setup_backend(
         if params.get("telemetry", True) and device.kind == "cuda":
             sampler = telemetry.make_sampler(device.vendor, device.index, device.uuid, interval)
         else:
-            sampler = _null_sampler(
+            sampler = telemetry.null_sampler(
                 "telemetry off" if device.kind == "cuda" else "CPU run: no GPU telemetry", interval
             )
         from stack.blas.gemm_torch import library_name
@@ -153,7 +147,7 @@ def setup_backend(
         if params.get("telemetry", True):
             sampler = telemetry.make_sampler("amd", device.index, device.uuid, interval)
         else:
-            sampler = _null_sampler("telemetry off", interval)
+            sampler = telemetry.null_sampler("telemetry off", interval)
         library = "rocBLAS" if backend == blas_tools.ROCBLAS else "hipBLASLt"
         return Bench(backend, device=device, sampler=sampler, **common), None, library
     return None, f"unknown backend {backend!r}", None
@@ -317,12 +311,13 @@ def summary_row(result: CaseResult, cv_warn: float) -> dict[str, Any]:
         assert result.timing is not None
         s = result.timing.summary
         rate = result.median_rate()
+        rates = result.rates()
         row.update(
             median_ms=round(s.median * 1e3, 6),
             rate=None if rate is None else round(rate, 4),
             unit=result.rate_unit,
             pct_of_peak=None if not (rate and result.peak) else round(rate / result.peak * 100, 2),
-            best_rate=round(max(result.rates()), 4) if result.rates() else None,
+            best_rate=round(max(rates), 4) if rates else None,
             peak=result.peak_label,
             cv_pct=round(s.cv * 100, 3),
             high_cv=s.cv > cv_warn,

@@ -23,7 +23,6 @@ changed across ROCm releases.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import statistics
 import subprocess
@@ -32,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from stack.tools import _die_with_parent_preexec, run_tool, which
+from stack.tools import _die_with_parent_preexec, rocm_bin_dir, run_tool, which
 
 NVIDIA_FIELDS = (
     "timestamp",
@@ -433,17 +432,24 @@ class PollingSampler(Sampler):
             self.error = f"{self.source} gave no samples"
 
 
+def null_sampler(reason: str, interval_ms: int) -> Sampler:
+    """A sampler that records nothing, saying why."""
+    sampler = Sampler(interval_ms)
+    sampler.error = reason
+    return sampler
+
+
 def make_sampler(vendor: str | None, gpu_index: int, uuid: str | None, interval_ms: int) -> Sampler:
     """The best sampler for the device (a null one on the CPU or when no tool is there)."""
-    rocm_bin = os.path.join(os.environ.get("ROCM_PATH") or "/opt/rocm", "bin")
     if vendor == "nvidia":
         path = which("nvidia-smi", ())
         if path:
             return NvidiaSmiSampler(path, uuid or str(gpu_index), interval_ms, str(gpu_index))
-        sampler = Sampler(interval_ms)
-        sampler.error = "nvidia-smi not found: no clocks, power or temperature recorded"
-        return sampler
+        return null_sampler(
+            "nvidia-smi not found: no clocks, power or temperature recorded", interval_ms
+        )
     if vendor == "amd":
+        rocm_bin = rocm_bin_dir()
         path = which("amd-smi", (rocm_bin,))
         if path:
             argv = [path, "metric", "-g", str(gpu_index), "-p", "-c", "-t", "--json"]
@@ -460,12 +466,10 @@ def make_sampler(vendor: str | None, gpu_index: int, uuid: str | None, interval_
                 "--json",
             ]
             return PollingSampler("rocm-smi", argv, interval_ms)
-        sampler = Sampler(interval_ms)
-        sampler.error = "neither amd-smi nor rocm-smi found: no clocks, power or temperature"
-        return sampler
-    sampler = Sampler(interval_ms)
-    sampler.error = "CPU run: no GPU telemetry"
-    return sampler
+        return null_sampler(
+            "neither amd-smi nor rocm-smi found: no clocks, power or temperature", interval_ms
+        )
+    return null_sampler("CPU run: no GPU telemetry", interval_ms)
 
 
 def _stats(values: list[float]) -> dict[str, float] | None:

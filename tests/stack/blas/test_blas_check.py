@@ -49,6 +49,7 @@ def test_fp64_reference_is_not_the_tested_gemm_itself():
 def test_sampled_check_finds_a_corrupted_element_through_the_largest_rows():
     a, b = _operands(m=400)
     out = a @ b
+    assert check.gemm_check_numpy(np, out, a, b, 1e-9, full=False).passed
     check.corrupt_numpy(np, out, seed=3)
     result = check.gemm_check_numpy(np, out, a, b, 1e-9, full=False)
     assert result.mode.startswith("rows:") and not result.passed
@@ -130,7 +131,9 @@ def test_torch_relative_check(torch_checks):
 
 def test_relative_check_numpy():
     y = np.arange(10.0)
-    assert check.relative_check_numpy(np, y.copy(), y, 0.0).passed
+    good = check.relative_check_numpy(np, y.copy(), y, 0.0)
+    assert good.passed and good.mode == "full"
     z = y.copy()
     z[3] += 1
-    assert not check.relative_check_numpy(np, z, y, 0.0).passed
+    bad = check.relative_check_numpy(np, z, y, 0.0, "roundtrip")
+    assert not bad.passed and bad.mode == "roundtrip" and "rms" in bad.detail

@@ -64,7 +64,7 @@ def test_claims_say_why_they_cannot_be_checked():
     assert fp8["measured"] is None and "FP8" in fp8["why_missing"] and "BF16" in fp8["why_missing"]
 
 
-def test_report_renders_a_real_result(tmp_path):
+def test_report_renders_a_real_result(tmp_path, capsys):
     data = {
         "status": "succeeded",
         "error": None,
@@ -123,6 +123,7 @@ def test_report_renders_a_real_result(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(data))
     assert report.main([str(path)]) == 0
+    assert capsys.readouterr().out == text
 
 
 def test_crosscheck_comparison_of_interleaved_rounds(tmp_path):

@@ -2,6 +2,7 @@
 
 import pytest
 
+from stack.blas.bench import rotate
 from stack.blas.precisions import PRECISIONS, gemm_flops, get
 from stack.blas.stats import LoopSettings, adaptive_loop, summarize
 
@@ -79,6 +80,15 @@ def test_max_reps_caps_the_samples():
     dev = FakeDevice(lambda i: 1e-3 if i % 2 else 3e-3)
     t = run(dev, warmup_s=0.0, min_reps=2, max_reps=7, min_time_s=0.0, budget_s=100)
     assert (t.stop_reason, len(t.samples_s)) == ("max_reps", 7)
+
+
+def test_rotate_takes_the_input_sets_in_turn():
+    def only():
+        return "x"
+
+    assert rotate([only]) is only  # one set: no wrapper on the timed path
+    call = rotate([lambda: 0, lambda: 1, lambda: 2])
+    assert [call() for _ in range(7)] == [0, 1, 2, 0, 1, 2, 0]
 
 
 def test_loop_settings_read_the_job_params():

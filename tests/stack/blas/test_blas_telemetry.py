@@ -167,7 +167,8 @@ def test_samplers_without_tools_say_why(tmp_path, monkeypatch):
     monkeypatch.setenv("ROCM_PATH", str(tmp_path / "no-rocm"))
     assert "nvidia-smi not found" in telemetry.make_sampler("nvidia", 0, None, 100).error
     assert "amd-smi nor rocm-smi" in telemetry.make_sampler("amd", 0, None, 100).error
-    assert telemetry.make_sampler(None, 0, None, 100).source == "none"
+    cpu = telemetry.make_sampler(None, 0, None, 100)
+    assert cpu.source == "none" and "CPU run" in cpu.error
 
 
 def test_amd_smi_polling_sampler_against_a_fake_tool(tmp_path, monkeypatch):
