@@ -8,7 +8,6 @@ started die with it; PR_SET_PDEATHSIG makes the runner die with its worker.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -33,17 +32,15 @@ from jobs.executors.base import (
     Outcome,
     parse_stdout_line,
 )
+from stack.tools import make_die_with_parent
 
 logger = logging.getLogger(__name__)
 
-PR_SET_PDEATHSIG = 1
 KILL_GRACE_S = 5.0
 CANCEL_POLL_S = 0.5
 STDERR_TAIL_LINES = 40
 
-_libc = None
-with contextlib.suppress(OSError):
-    _libc = ctypes.CDLL(None, use_errno=True)
+_die_with_parent = make_die_with_parent()  # libc loaded once, not in every child
 
 # Environment variables a job may inherit from the worker: tool lookup and GPU
 # selection, never the worker's secrets (DATABASE_URL, SECRET_KEY, ...).
@@ -66,8 +63,8 @@ PASS_ENV = (
 
 def _child_setup(memory_limit: int | None) -> None:
     """Runs in the child between fork and exec."""
-    if _libc is not None:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if _die_with_parent is not None:
+        _die_with_parent()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
