@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -200,13 +200,29 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def wait_until_gone(pgid: int, timeout: float = 20) -> bool:
+def wait_until(condition: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
+    """Whether ``condition()`` became true within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while group_alive(pgid):
+    while not condition():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.05)
+        time.sleep(interval)
     return True
+
+
+def wait_until_gone(pgid: int, timeout: float = 20) -> bool:
+    return wait_until(lambda: not group_alive(pgid), timeout)
+
+
+def submit_long_job(api) -> int:
+    """A two-minute noop submitted over REST, returned once a worker runs it."""
+    response = api.post(
+        "/api/v1/jobs/", {"kind": "noop", "params": {"seconds": 120, "steps": 120}}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    job_id = response.json()["id"]
+    wait_for_status(job_id, {JobStatus.RUNNING})
+    return job_id
 
 
 TERMINAL = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ERRORED, JobStatus.CANCELED}

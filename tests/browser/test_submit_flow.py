@@ -53,16 +53,20 @@ def page(browser, live_server, worker, settings, tmp_path):  # the worker runs t
     context.close()
 
 
+def sign_in(page, username: str, password: str) -> None:
+    page.goto("/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/")
+
+
 def test_a_member_signs_in_submits_a_probe_and_watches_it_succeed(page):
     team = make_team("GPU Platform")
     user = make_user("bob", password="correct horse battery")
     add_member(team, user, Role.MEMBER)
 
-    page.goto("/")
-    page.fill("#id_username", "bob")
-    page.fill("#id_password", "correct horse battery")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/")
+    sign_in(page, "bob", "correct horse battery")
     page.click("text=Submit a job")
     page.select_option("#id_kind", "probe")
     page.click("form.card button[type=submit]")
@@ -88,10 +92,7 @@ def test_a_long_job_can_be_canceled_from_its_page(page):
     team = make_team("Perf")
     user = make_user("carol", password="correct horse battery")
     add_member(team, user, Role.MEMBER)
-    page.goto("/accounts/login/")
-    page.fill("#id_username", "carol")
-    page.fill("#id_password", "correct horse battery")
-    page.click("button[type=submit]")
+    sign_in(page, "carol", "correct horse battery")
     page.goto("/jobs/new/")
     page.select_option("#id_kind", "noop")
     page.fill("#id_params", '{"seconds": 120, "steps": 120}')

@@ -10,7 +10,7 @@ import pytest
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.docker import LABEL_JOB
-from tests.workers import TERMINAL, wait_for_status
+from tests.workers import TERMINAL, submit_long_job, wait_for_status, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -25,12 +25,18 @@ def submit(api, kind: str, params: dict | None = None, **extra) -> int:
 
 def gone(job_id: int, timeout: float = 10) -> bool:
     """Whether the job's containers are removed (removal runs beside the ingest)."""
-    deadline = time.monotonic() + timeout
-    while containers_of(job_id):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
+    return wait_until(lambda: not containers_of(job_id), timeout, 0.1)
+
+
+def long_job_with_container(api, *, running: bool = False) -> int:
+    """A two-minute noop whose container exists (and runs, if asked) on the engine."""
+    job_id = submit_long_job(api)
+    assert wait_until(
+        lambda: [c for c in containers_of(job_id) if not running or c["State"] == "running"],
+        30,
+        0.1,
+    ), "the container never appeared"
+    return job_id
 
 
 def containers_of(job_id: int) -> list[dict]:
@@ -96,12 +102,7 @@ def test_a_job_past_its_timeout_is_killed_and_reported(docker_worker, api):
 
 
 def test_cancel_removes_the_container(docker_worker, api):
-    job_id = submit(api, "noop", {"seconds": 120, "steps": 120})
-    wait_for_status(job_id, {JobStatus.RUNNING})
-    deadline = time.monotonic() + 30
-    while not [c for c in containers_of(job_id) if c["State"] == "running"]:
-        assert time.monotonic() < deadline, "the container never ran"
-        time.sleep(0.1)
+    job_id = long_job_with_container(api, running=True)
     assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
     job = wait_for_status(job_id, TERMINAL, timeout=30)
     assert job.status == JobStatus.CANCELED
@@ -109,12 +110,7 @@ def test_cancel_removes_the_container(docker_worker, api):
 
 
 def test_a_worker_sigkilled_mid_job_leaves_no_container_once_reaped(docker_worker, api, settings):
-    job_id = submit(api, "noop", {"seconds": 120, "steps": 120})
-    wait_for_status(job_id, {JobStatus.RUNNING})
-    deadline = time.monotonic() + 30
-    while not containers_of(job_id):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    job_id = long_job_with_container(api)
 
     docker_worker.sigkill_main_process()
     assert containers_of(job_id), "the engine keeps the container after its worker died"
@@ -128,12 +124,7 @@ def test_a_worker_sigkilled_mid_job_leaves_no_container_once_reaped(docker_worke
 
 
 def test_a_restarted_worker_removes_the_containers_of_its_previous_life(docker_worker, api):
-    job_id = submit(api, "noop", {"seconds": 120, "steps": 120})
-    wait_for_status(job_id, {JobStatus.RUNNING})
-    deadline = time.monotonic() + 30
-    while not containers_of(job_id):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    job_id = long_job_with_container(api)
     docker_worker.sigkill_main_process()
     docker_worker.start()
     job = wait_for_status(job_id, TERMINAL, timeout=30)

@@ -8,7 +8,14 @@ import pytest
 
 from jobs import services
 from jobs.choices import JobStatus
-from tests.workers import TERMINAL, group_alive, runner_group, wait_for_status, wait_until_gone
+from tests.workers import (
+    TERMINAL,
+    group_alive,
+    runner_group,
+    submit_long_job,
+    wait_for_status,
+    wait_until_gone,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -28,11 +35,7 @@ def test_a_probe_submitted_through_rest_reaches_succeeded_with_the_inventory(wor
 
 
 def test_a_long_job_canceled_while_running_ends_canceled_and_its_processes_are_gone(worker, api):
-    response = api.post(
-        "/api/v1/jobs/", {"kind": "noop", "params": {"seconds": 120, "steps": 120}}, format="json"
-    )
-    job_id = response.json()["id"]
-    wait_for_status(job_id, {JobStatus.RUNNING})
+    job_id = submit_long_job(api)
     pgid = runner_group(job_id)
     assert group_alive(pgid)
     assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
@@ -44,11 +47,7 @@ def test_a_long_job_canceled_while_running_ends_canceled_and_its_processes_are_g
 def test_a_worker_sigkilled_mid_job_leaves_it_errored_never_running_and_never_run_twice(
     worker, api
 ):
-    response = api.post(
-        "/api/v1/jobs/", {"kind": "noop", "params": {"seconds": 120, "steps": 120}}, format="json"
-    )
-    job_id = response.json()["id"]
-    wait_for_status(job_id, {JobStatus.RUNNING})
+    job_id = submit_long_job(api)
     pgid = runner_group(job_id)
     assert group_alive(pgid)
 
