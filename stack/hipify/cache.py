@@ -6,6 +6,10 @@ and the table reader's format (:attr:`stack.hipify.tables.Tables.key`), so a
 new hipify-perl or a fixed engine never serves stale findings. Findings are
 path-free: a renamed or copied file is a hit.
 
+Beside them, per engine key and file selection, the newest scan's totals
+(:class:`stack.hipify.totals.Totals`): a re-scan applies what changed to them
+rather than summing every file's aggregate again.
+
 One SQLite file (stdlib ``sqlite3``, imported only when a cache is used): safe
 for several jobs sharing a cache folder, one file to copy or delete.
 """
@@ -21,7 +25,7 @@ CACHE_FILENAME = "hipify-findings-v3.sqlite3"
 
 
 class FindingsCache:
-    """get_many / put_many of findings dicts by content hash, for one engine key."""
+    """Findings by content hash, and the newest scan's totals, for one engine key."""
 
     def __init__(self, folder: str | os.PathLike[str], engine_key: str) -> None:
         import sqlite3
@@ -49,27 +53,54 @@ class FindingsCache:
             " record TEXT NOT NULL, summary BLOB NOT NULL,"
             " PRIMARY KEY (engine, sha256))"
         )
+        # One row per (engine, file selection): the totals of the newest scan, which the
+        # next re-scan updates with what changed instead of summing every file again.
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS scans ("
+            " engine TEXT NOT NULL, selection TEXT NOT NULL, state BLOB NOT NULL,"
+            " PRIMARY KEY (engine, selection))"
+        )
         return db
 
-    def get_many(self, hashes: Iterable[str]) -> dict[str, tuple[str, bytes]]:
-        """The cached (record JSON text, marshalled aggregate) among ``hashes``."""
+    def records(self, hashes: Iterable[str]) -> dict[str, str]:
+        """The cached records (JSON text) among ``hashes``."""
+        return self._select("record", hashes)
+
+    def aggregates(self, hashes: Iterable[str]) -> dict[str, bytes]:
+        """The cached aggregates (marshalled) among ``hashes``."""
+        return self._select("summary", hashes)
+
+    def _select(self, column: str, hashes: Iterable[str]) -> dict[str, Any]:
         wanted = list(dict.fromkeys(hashes))
-        found: dict[str, tuple[str, bytes]] = {}
+        found: dict[str, Any] = {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
-                "SELECT sha256, record, summary FROM findings"  # noqa: S608
+                f"SELECT sha256, {column} FROM findings"  # noqa: S608 - column is ours
                 f" WHERE engine = ? AND sha256 IN ({marks})",
                 [self.engine_key, *chunk],
             )
-            for sha, record, summary in rows:
-                found[sha] = (record, summary)
+            found.update(rows)
         return found
 
-    def put_many(self, items: dict[str, tuple[str, bytes]]) -> None:
-        """Store (record JSON text, marshalled aggregate) by content hash (one transaction)."""
-        if not items:
+    def totals_state(self, selection: str) -> bytes | None:
+        """The newest scan's totals state for this file selection (None: no scan yet)."""
+        row = self._db.execute(
+            "SELECT state FROM scans WHERE engine = ? AND selection = ?",
+            (self.engine_key, selection),
+        ).fetchone()
+        return row[0] if row else None
+
+    def put_many(
+        self,
+        items: dict[str, tuple[str, bytes]],
+        totals: tuple[str, bytes] | None = None,
+    ) -> None:
+        """Store (record JSON text, marshalled aggregate) by content hash, and a scan's
+        (selection, totals state), in one transaction: a state never names findings
+        that are not stored."""
+        if not items and totals is None:
             return
         self._db.execute("BEGIN")
         try:
@@ -81,6 +112,11 @@ class FindingsCache:
                     for sha, (record, summary) in items.items()
                 ],
             )
+            if totals is not None:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO scans (engine, selection, state) VALUES (?, ?, ?)",
+                    (self.engine_key, *totals),
+                )
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")

@@ -7,30 +7,23 @@ effort estimate are the job summary. docs/hipify.md describes the shapes.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from stack.hipify.families import FAMILY_ORDER, effort_estimate, family_of
-from stack.hipify.lexer import CONTEXTS, SourceMap, line_bounds, line_starts
+from stack.hipify.lexer import SourceMap, line_bounds, line_starts
 from stack.hipify.tables import Tables, load_tables
+from stack.hipify.totals import RECORD_VERSION, Totals, aggregate, record_core
 
 FINDINGS_SCHEMA = "rocpath.hipify-findings/1"
 CUDA_EXTENSIONS = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".inl")
 ENGINES = ("fast", "hipify-perl")
-WARNING_KINDS = (
-    "unsupported",
-    "unsupported_device_function",
-    "deprecated",
-    "removed",
-    "experimental",
-    "unconverted",
-)
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__"}
 # Below this much to examine, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 256 * 1024
@@ -144,6 +137,12 @@ def collect_files(
     return sorted(found)
 
 
+def read_file(root: str, rel: str) -> bytes:
+    """A file's bytes (without pathlib: its objects cost more than the read for small files)."""
+    with open(os.path.join(root, rel), "rb") as f:
+        return f.read()
+
+
 # --- examining ---------------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
@@ -166,7 +165,7 @@ def _examine_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, dict[str, An
     warnings = _WORKER["warnings"]
     out = []
     for rel, sha in chunk:
-        data = Path(root, rel).read_bytes()
+        data = read_file(root, rel)
         out.append((sha, examine(data, tables, warnings=warnings)))
     return out
 
@@ -251,7 +250,7 @@ def examine_with_hipify_perl(
     types = {s.cuda: s.type for s in tables.substs}
     results: dict[str, dict[str, Any]] = {}
     for rel, sha, _size in items:
-        data = Path(root, rel).read_bytes()
+        data = read_file(root, rel)
         results[sha] = findings_from_examined(run.output.files[rel], data, types)
     if progress is not None:
         progress(1.0, f"hipify-perl: {run.calls} calls, {run.cpu_seconds:.1f} CPU-s")
@@ -299,239 +298,6 @@ def findings_from_examined(examined: Any, data: bytes, types: dict[str, str]) ->
     }
 
 
-# --- records and totals --------------------------------------------------------------
-#
-# A file's record (findings.json's entry) and its aggregate (what the summary sums)
-# depend only on its content, so both are computed once when the file is examined and
-# cached as JSON text: a re-scan parses only the small aggregates and copies the record
-# text into findings.json as it is.
-
-
-def _empty_kind_counts() -> dict[str, dict[str, int]]:
-    return {kind: {"total": 0, **dict.fromkeys(CONTEXTS, 0)} for kind in WARNING_KINDS}
-
-
-def record_core(findings: dict[str, Any]) -> dict[str, Any]:
-    """A file's findings.json entry without its path (docs/hipify.md, "findings.json")."""
-    refs = []
-    cuda_refs = identity_refs = 0
-    for row in findings["refs"]:
-        cuda, hip, typ, n = row[:4]
-        identity = cuda == hip
-        entry = {
-            "cuda": cuda,
-            "hip": hip,
-            "type": typ,
-            "family": family_of(cuda, typ),
-            "count": n,
-            "identity": identity,
-        }
-        if len(row) > 4 and row[4]:
-            entry["shared_target"] = True
-        refs.append(entry)
-        if identity:
-            identity_refs += n
-        else:
-            cuda_refs += n
-    counts = _empty_kind_counts()
-    warnings = []
-    for line, col, ident, kind, since, context in findings["warnings"]:
-        counts[kind]["total"] += 1
-        counts[kind][context] += 1
-        warnings.append(
-            {
-                "line": line,
-                "column": col,
-                "identifier": ident,
-                "kind": kind,
-                "since": since,
-                "context": context,
-                "family": family_of(ident),
-            }
-        )
-    return {
-        "bytes": findings["bytes"],
-        "lines": findings["loc"],
-        "printed": findings["printed"],
-        "converted_refs": findings["converted_refs"],
-        "cuda_refs": cuda_refs,
-        "identity_refs": identity_refs,
-        "device_function_refs": findings["device_functions"],
-        "warnings_count": findings["warnings_count"],
-        "counts": {k: v for k, v in counts.items() if v["total"]},
-        "refs": refs,
-        "warnings": warnings,
-    }
-
-
-MAX_LOCATIONS = 10  # places listed per top API
-MAX_FILE_LOCATIONS = 3  # places one file contributes to that list
-
-
-def aggregate(core: dict[str, Any]) -> dict[str, Any]:
-    """What one file adds to the summary (small: counts, not the warnings themselves)."""
-    families: dict[str, dict[str, int]] = {}
-    identity: dict[str, int] = {}
-    apis: dict[str, list[Any]] = {}
-    for ref in core["refs"]:
-        if ref["identity"]:
-            identity[ref["cuda"]] = identity.get(ref["cuda"], 0) + ref["count"]
-            continue
-        fam = families.setdefault(ref["family"], {"converted_refs": 0})
-        fam["converted_refs"] += ref["count"]
-    for w in core["warnings"]:
-        kind, ctx = w["kind"], w["context"]
-        fam = families.setdefault(w["family"], {"converted_refs": 0})
-        fam[kind] = fam.get(kind, 0) + 1
-        if ctx == "code":
-            fam[f"{kind}_in_code"] = fam.get(f"{kind}_in_code", 0) + 1
-        key = f"{w['identifier']}\t{kind}"
-        api = apis.get(key)
-        if api is None:
-            api = apis[key] = [w["family"], w["since"], 0, 0, []]
-        api[2] += 1
-        api[3] += ctx == "code"
-        if len(api[4]) < MAX_FILE_LOCATIONS:
-            api[4].append([w["line"], ctx])
-    return {
-        "row": {k: core[k] for k in _ROW_KEYS},
-        "families": families,
-        "identity": identity,
-        "apis": apis,
-    }
-
-
-_ROW_KEYS = (
-    "bytes",
-    "lines",
-    "printed",
-    "converted_refs",
-    "cuda_refs",
-    "identity_refs",
-    "device_function_refs",
-    "warnings_count",
-    "counts",
-)
-
-
-def summarize(entries: list[tuple[str, bool, dict[str, Any]]], top: int = 25) -> dict[str, Any]:
-    """Totals, per-family counts, top APIs, identity mappings and the effort estimate.
-
-    ``entries`` are (path, has device code, aggregate) per file.
-    """
-    kinds = _empty_kind_counts()
-    families: dict[str, dict[str, int]] = {}
-    identity: dict[str, int] = {}
-    apis: dict[
-        str, list[Any]
-    ] = {}  # "identifier\tkind" -> [family, since, total, in_code, files, locations, n]
-    totals = {
-        "files": len(entries),
-        "files_with_findings": 0,
-        "files_with_device_code": 0,
-        "lines": 0,
-        "bytes": 0,
-        "converted_refs": 0,
-        "cuda_refs": 0,
-        "identity_refs": 0,
-        "device_function_refs": 0,
-        "warnings": 0,
-    }
-    device_refs_known = True
-    for path, device_code, agg in entries:
-        row = agg["row"]
-        totals["lines"] += row["lines"]
-        totals["bytes"] += row["bytes"]
-        totals["converted_refs"] += row["converted_refs"]
-        totals["cuda_refs"] += row["cuda_refs"]
-        totals["identity_refs"] += row["identity_refs"]
-        if row["device_function_refs"] is None:
-            device_refs_known = False
-        else:
-            totals["device_function_refs"] += row["device_function_refs"]
-        totals["warnings"] += row["warnings_count"]
-        totals["files_with_findings"] += bool(row["printed"])
-        totals["files_with_device_code"] += bool(device_code)
-        for kind, c in row["counts"].items():
-            target = kinds[kind]
-            for k, v in c.items():
-                target[k] += v
-        for name, fam in agg["families"].items():
-            into = families.setdefault(name, {"converted_refs": 0})
-            for k, v in fam.items():
-                into[k] = into.get(k, 0) + v
-        for name, n in agg["identity"].items():
-            identity[name] = identity.get(name, 0) + n
-        for key, (family, since, total, in_code, locations) in agg["apis"].items():
-            api = apis.get(key)
-            if api is None:
-                api = apis[key] = [family, since, 0, 0, 0, [], 0]
-            api[2] += total
-            api[3] += in_code
-            api[4] += 1
-            if api[6] < MAX_LOCATIONS:  # kept raw; expanded for the top APIs only
-                api[5].append((path, locations))
-                api[6] += len(locations)
-    if not device_refs_known:
-        totals["device_function_refs"] = None
-    distinct_in_code = dict.fromkeys(WARNING_KINDS, 0)
-    for key, api in apis.items():
-        if api[3]:
-            distinct_in_code[key.split("\t")[1]] += 1
-    ranked = sorted(
-        (key for key in apis if not key.endswith("\tunconverted")),
-        key=lambda k: (-apis[k][3], -apis[k][2], k),
-    )
-    top_apis = []
-    for key in ranked[:top]:
-        family, since, total, in_code, files, raw, _n = apis[key]
-        ident, kind = key.split("\t")
-        locations = [
-            {"path": path, "line": line, "context": ctx} for path, locs in raw for line, ctx in locs
-        ][:MAX_LOCATIONS]
-        top_apis.append(
-            {
-                "identifier": ident,
-                "kind": kind,
-                "family": family,
-                "since": since,
-                "total": total,
-                "in_code": in_code,
-                "files": files,
-                "locations": locations,
-            }
-        )
-    ordered_families = {name: families[name] for name in sorted(families, key=_family_rank)}
-    effort_inputs = {
-        "converted_cuda_refs": totals["cuda_refs"],
-        "unsupported_apis": distinct_in_code["unsupported"],
-        "unsupported_refs": kinds["unsupported"]["code"],
-        "removed_apis": distinct_in_code["removed"],
-        "removed_refs": kinds["removed"]["code"],
-        "deprecated_apis": distinct_in_code["deprecated"],
-        "deprecated_refs": kinds["deprecated"]["code"],
-        "unconverted_refs": kinds["unconverted"]["code"],
-        "unsupported_device_function_refs": kinds["unsupported_device_function"]["code"],
-        "files_with_device_code": totals["files_with_device_code"],
-    }
-    return {
-        "totals": totals,
-        "warnings_by_kind": kinds,
-        "families": ordered_families,
-        "top_apis": top_apis,
-        "distinct_apis": {k: v for k, v in distinct_in_code.items() if k != "unconverted"},
-        "identity_mappings": dict(sorted(identity.items())),
-        "effort": effort_estimate(effort_inputs),
-    }
-
-
-def _family_rank(name: str) -> tuple[int, str]:
-    try:
-        return FAMILY_ORDER.index(name), name
-    except ValueError:
-        return len(FAMILY_ORDER), name
-
-
 # --- the whole scan ------------------------------------------------------------------
 
 
@@ -544,7 +310,8 @@ class ScanResult:
     tables: Tables
     files: list[tuple[str, str, bool]]  # (path, sha256, has device code)
     cores: dict[str, str]  # sha256 -> record JSON without the path
-    aggregates: dict[str, dict[str, Any]]  # sha256 -> aggregate
+    totals: Totals
+    totals_from: str  # "summed" every file, "updated" the previous scan's, or "unchanged"
     summary: dict[str, Any]
     examined: int
     cached: int
@@ -554,7 +321,7 @@ class ScanResult:
 
     def rows(self) -> list[dict[str, Any]]:
         """Per-file counts without the warnings (for the report's file table)."""
-        return [{"path": p, **self.aggregates[sha]["row"]} for p, sha, _ in self.files]
+        return self.totals.rows(p for p, _, _ in self.files)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -607,8 +374,22 @@ def engine_key(engine: str, tables: Tables, warnings: bool = True) -> str:
     return f"{engine}:{ENGINE_VERSION}:{RECORD_VERSION}:py{python}:{tables.key}:{mode}"
 
 
-# Bump when record_core / aggregate change shape: it is part of the cache key.
-RECORD_VERSION = 2
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector (for a scan job's whole run), and resume it after.
+
+    A scan builds many small objects (findings, aggregates, cache rows) that
+    reference counting frees, and keeps nothing cyclic; left on, the collector
+    walks the tables' and the cache's objects again and again, a third of a
+    re-scan's time (docs/hipify.md).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def scan_tree(
@@ -627,8 +408,10 @@ def scan_tree(
     """Examine every CUDA-relevant file under ``root`` and sum up.
 
     Files whose content (sha256) was examined before by the same engine and
-    tables come from ``cache_dir``; identical files are examined once. Raises
-    ToolMissing when hipify-perl (whose tables the fast engine reads) is absent.
+    tables come from ``cache_dir``, and so do the previous scan's totals, which
+    are updated with what changed (:func:`_sum_up`); identical files are examined
+    once. Raises ToolMissing when hipify-perl (whose tables the fast engine
+    reads) is absent.
     """
     import json
     import marshal
@@ -644,68 +427,74 @@ def scan_tree(
     timings["tables_s"] = time.monotonic() - started
     skipped: list[str] = []
     paths = (
-        list(files) if files is not None else collect_files(root, include, exclude, skipped=skipped)
+        list(dict.fromkeys(files))
+        if files is not None
+        else collect_files(root, include, exclude, skipped=skipped)
     )
     t0 = time.monotonic()
     hashed: list[tuple[str, str, int, bool]] = []
     for rel in paths:
-        data = Path(root, rel).read_bytes()
+        data = read_file(root, rel)
         device_code = b"__global__" in data or b"__device__" in data
         hashed.append((rel, hashlib.sha256(data).hexdigest(), len(data), device_code))
     timings["hash_s"] = time.monotonic() - t0
     key = engine_key(engine, tables, warnings)
     cache = None
     cores: dict[str, str] = {}
-    aggregates: dict[str, dict[str, Any]] = {}
     if cache_dir is not None:
         from stack.hipify.cache import FindingsCache
 
         cache = FindingsCache(cache_dir, key)
-        for sha, (core, agg) in cache.get_many(sha for _, sha, _, _ in hashed).items():
-            cores[sha] = core
-            # marshal, not pickle: it builds plain data and runs nothing; the cache
-            # holds only what scans wrote (and a bad entry fails loudly)
-            aggregates[sha] = marshal.loads(agg)  # noqa: S302
-    todo: dict[str, tuple[str, str, int]] = {}
-    for rel, sha, size, _ in hashed:
-        if sha not in cores and sha not in todo:
-            todo[sha] = (rel, sha, size)
-    duplicates = sum(1 for _, sha, _, _ in hashed if sha not in cores) - len(todo)
-    cached = len(hashed) - len(todo) - duplicates
-    t0 = time.monotonic()
-    jobs = jobs or usable_cpus()
-    examine = examine_fast if engine == "fast" else examine_with_hipify_perl
     try:
+        if cache is not None:
+            t0 = time.monotonic()
+            cores = cache.records(sha for _, sha, _, _ in hashed)
+            timings["cache_read_s"] = time.monotonic() - t0
+        todo: dict[str, tuple[str, str, int]] = {}
+        for rel, sha, size, _ in hashed:
+            if sha not in cores and sha not in todo:
+                todo[sha] = (rel, sha, size)
+        duplicates = sum(1 for _, sha, _, _ in hashed if sha not in cores) - len(todo)
+        cached = len(hashed) - len(todo) - duplicates
+        t0 = time.monotonic()
+        jobs = jobs or usable_cpus()
+        examine = examine_fast if engine == "fast" else examine_with_hipify_perl
         fresh = examine(
             root, list(todo.values()), tables, jobs=jobs, warnings=warnings, progress=progress
         )
-    except BaseException:
+        timings["examine_s"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        aggregates: dict[str, dict[str, Any]] = {}
+        new_entries: dict[str, tuple[str, bytes]] = {}
+        for sha, findings in fresh.items():
+            core = record_core(findings)
+            agg = aggregates[sha] = aggregate(core)
+            cores[sha] = json.dumps(core, separators=(",", ":"))
+            new_entries[sha] = (cores[sha], marshal.dumps(agg))
+        selection = json.dumps([list(include), list(exclude), files is not None])
+        totals, totals_from = _sum_up(hashed, aggregates, cache, selection)
+        timings["totals_s"] = time.monotonic() - t0
+        if cache is not None:
+            t0 = time.monotonic()
+            state = None if totals_from == "unchanged" else (selection, totals.dumps())
+            cache.put_many(new_entries, state)
+            timings["cache_write_s"] = time.monotonic() - t0
+    finally:
         if cache is not None:
             cache.close()
-        raise
-    timings["examine_s"] = time.monotonic() - t0
     t0 = time.monotonic()
-    new_entries: dict[str, tuple[str, bytes]] = {}
-    for sha, findings in fresh.items():
-        core = record_core(findings)
-        agg = aggregate(core)
-        cores[sha] = json.dumps(core, separators=(",", ":"))
-        aggregates[sha] = agg
-        new_entries[sha] = (cores[sha], marshal.dumps(agg))
-    if cache is not None:
-        cache.put_many(new_entries)
-        cache.close()
-    summary = summarize([(rel, dev, aggregates[sha]) for rel, sha, _, dev in hashed])
+    summary = totals.summary()
     if skipped:
         summary["skipped_names"] = skipped[:100]
-    timings["summarize_s"] = time.monotonic() - t0
+    timings["summary_s"] = time.monotonic() - t0
     return ScanResult(
         root=root,
         engine=engine,
         tables=tables,
         files=[(rel, sha, dev) for rel, sha, _, dev in hashed],
         cores=cores,
-        aggregates=aggregates,
+        totals=totals,
+        totals_from=totals_from,
         summary=summary,
         examined=len(todo),
         cached=cached,
@@ -713,3 +502,70 @@ def scan_tree(
         seconds=time.monotonic() - started,
         timings=timings,
     )
+
+
+def _sum_up(
+    hashed: list[tuple[str, str, int, bool]],
+    aggregates: dict[str, dict[str, Any]],
+    cache: Any,
+    selection: str,
+) -> tuple[Totals, str]:
+    """The totals of the scanned files, and how they were reached.
+
+    With a cache holding an earlier scan of the same selection, its totals are
+    updated with the files that changed ("updated", or "unchanged"): a re-scan
+    then loads only those files' aggregates, and those of the few files that
+    list an API's places anew (:meth:`Totals.refill`). Otherwise, or when so
+    many changed that summing is as cheap, or when an aggregate the update
+    needs is not in the cache, every file is summed ("summed").
+    ``aggregates`` holds the freshly examined files' and receives what is loaded.
+    """
+    current = {rel: (sha, dev) for rel, sha, _, dev in hashed}
+    blob = cache.totals_state(selection) if cache is not None else None
+    if blob is not None:
+        try:
+            totals = Totals.loads(blob)
+        except ValueError:
+            totals = None  # a damaged or older state: sum instead
+        if totals is not None:
+            known = totals.files
+            gone = [p for p, (sha, _, _) in known.items() if current.get(p, ("",))[0] != sha]
+            new = [p for p, (sha, _) in current.items() if p not in known or known[p][0] != sha]
+            if not gone and not new:
+                return totals, "unchanged"
+            if len(gone) + len(new) <= max(16, len(current) // 4):
+                old_shas = {p: known[p][0] for p in gone}
+                _load_aggregates(
+                    aggregates, [*old_shas.values(), *(current[p][0] for p in new)], cache
+                )
+
+                def load(paths: list[str]) -> dict[str, dict[str, Any]]:
+                    shas = [current[p][0] for p in paths]
+                    _load_aggregates(aggregates, shas, cache)
+                    return {p: aggregates[sha] for p, sha in zip(paths, shas, strict=True)}
+
+                try:
+                    for p in gone:
+                        totals.remove(p, aggregates[old_shas[p]])
+                    for p in new:
+                        sha, dev = current[p]
+                        totals.add(p, sha, dev, aggregates[sha])
+                    totals.refill(load)
+                    return totals, "updated"
+                except KeyError:
+                    pass  # an aggregate the cache no longer holds: sum instead
+    _load_aggregates(aggregates, [sha for sha, _ in current.values()], cache)
+    return Totals.build(
+        (rel, sha, dev, aggregates[sha]) for rel, (sha, dev) in current.items()
+    ), "summed"
+
+
+def _load_aggregates(aggregates: dict[str, dict[str, Any]], shas: list[str], cache: Any) -> None:
+    import marshal
+
+    missing = [sha for sha in shas if sha not in aggregates]
+    if missing and cache is not None:
+        for sha, blob in cache.aggregates(missing).items():
+            # marshal, not pickle: it builds plain data and runs nothing; the cache
+            # holds only what scans wrote (and a bad entry fails loudly)
+            aggregates[sha] = marshal.loads(blob)  # noqa: S302

@@ -37,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -169,9 +170,7 @@ class Tables:
 
     def describe(self) -> dict[str, Any]:
         """What a result's summary says about the tables it used."""
-        kinds: dict[str, int] = {}
-        for check in self.checks:
-            kinds[check.kind] = kinds.get(check.kind, 0) + 1
+        kinds = dict(Counter(check.kind for check in self.checks))
         return {
             "script": self.script,
             "sha256": self.sha256,

@@ -64,6 +64,13 @@ def measurements_for(summary: dict[str, Any]) -> list[Measurement]:
 
 def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     """Scan WORK/src with the chosen engine; findings, report and totals out."""
+    from stack.hipify.scan import gc_paused
+
+    with gc_paused():  # the runner is short-lived and keeps nothing cyclic
+        return _scan(params, ctx)
+
+
+def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
     from stack.hipify.report import markdown_report
     from stack.hipify.scan import scan_tree
 
@@ -114,6 +121,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         "examined": result.examined,
         "cached": result.cached,
         "duplicates": result.duplicates,
+        "totals": result.totals_from,
         "cache_dir": cache_dir,
     }
     summary["timings_s"] = {k: round(v, 3) for k, v in result.timings.items()}

@@ -136,7 +136,54 @@ def test_a_tree_scanned_twice_with_one_file_changed_re_examines_only_that_file(t
     second, _ = _run({"cache_dir": cache}, tmp_path / "work", tmp_path / "out2")
     assert second.summary["incremental"]["examined"] == 1
     assert second.summary["incremental"]["cached"] == 6
+    assert second.summary["incremental"]["totals"] == "updated"
     assert second.summary["totals"]["cuda_refs"] == first.summary["totals"]["cuda_refs"] + 1
+
+
+@needs_hipify_perl
+def test_a_re_scan_updates_the_previous_totals_to_what_a_scan_from_scratch_gives(tmp_path):
+    files = {f"d{i % 3}/k{i}.cu": SAMPLE_CU.replace("scale", f"scale{i}") for i in range(12)}
+    src = _tree(tmp_path / "src", files)
+    cache = str(tmp_path / "cache")
+    assert scan_tree(src, cache_dir=cache).totals_from == "summed"
+    # d0/k0, k3, k6 and k9 list the places of the removed "texture" (3 each): take two
+    # out, so that the update must list the next users' places
+    (src / "d0/k0.cu").unlink()
+    (src / "d0/k3.cu").write_text(SAMPLE_CU.replace("texture", "picture"))
+    (src / "d2/added.cu").write_text(SAMPLE_CU + "cudaThreadSynchronize();\n")
+    again = scan_tree(src, cache_dir=cache)
+    assert (again.totals_from, again.examined) == ("updated", 2)
+    texture = next(a for a in again.summary["top_apis"] if a["identifier"] == "texture")
+    assert {p["path"] for p in texture["locations"]} == {
+        "d0/k6.cu",
+        "d0/k9.cu",
+        "d1/k1.cu",
+        "d1/k10.cu",
+    }
+    scratch = scan_tree(src)
+    assert again.summary == scratch.summary
+    assert again.rows() == scratch.rows()
+    assert (
+        json.loads(again.findings_json())["files"] == json.loads(scratch.findings_json())["files"]
+    )
+    unchanged = scan_tree(src, cache_dir=cache)
+    assert (unchanged.totals_from, unchanged.summary) == ("unchanged", scratch.summary)
+
+
+@needs_hipify_perl
+def test_a_damaged_totals_state_is_summed_again_not_trusted(tmp_path):
+    import sqlite3
+
+    src = _tree(tmp_path / "src", {"a.cu": SAMPLE_CU, "gl.h": SAMPLE_GL_H})
+    cache = tmp_path / "cache"
+    first = scan_tree(src, cache_dir=cache)
+    with sqlite3.connect(next(cache.glob("*.sqlite3"))) as db:
+        db.execute("UPDATE scans SET state = x'00'")
+    (src / "b.cu").write_text(SAMPLE_CU)
+    again = scan_tree(src, cache_dir=cache)
+    assert (again.totals_from, again.examined) == ("summed", 0)
+    assert again.summary["totals"]["files"] == first.summary["totals"]["files"] + 1
+    assert again.summary == scan_tree(src).summary
 
 
 def test_without_hipify_perl_the_job_errors_naming_the_tool_and_where_to_get_it(
