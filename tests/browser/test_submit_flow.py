@@ -2,63 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
-
 import pytest
 
 from jobs.models import Job
 from portal.choices import Role
+from tests.browser.steps import sign_in
 from tests.factories import add_member, make_team, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("Debian's chromium is not installed (.ci/run installs it)")
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the ORM calls of the
-    # test itself are still plain synchronous calls.
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser, live_server, worker, settings, tmp_path):  # the worker runs the jobs
-    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
-    context = browser.new_context(base_url=live_server.url)
-    page = context.new_page()
-    yield page
-    page.screenshot(path=str(tmp_path / "last.png"))
-    context.close()
-
-
-def sign_in(page, username: str, password: str) -> None:
-    page.goto("/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
-    page.wait_for_url("**/")
 
 
 def test_a_member_signs_in_submits_a_probe_and_watches_it_succeed(page):
