@@ -69,20 +69,32 @@ def burn_down(project: AdoptionProject) -> list[dict[str, Any]]:
     return history
 
 
-def _findings(job: Job) -> dict[str, Any] | None:
-    artifact = Artifact.objects.filter(job=job, path="hipify/findings.json").first()
-    if artifact is None:
-        return None
-    try:
-        return json.loads(artifact_file(artifact).read_text())
-    except (OSError, ValueError):
-        return None
+def _file_table(job: Job) -> dict[str, Any] | None:
+    """The scan's per-file counts: files.json, or findings.json from scans that predate it.
+
+    files.json holds the same per-file counts without the warnings, a few percent
+    of findings.json's size, so a page view does not parse every warning.
+    """
+    artifacts = {a.path: a for a in Artifact.objects.filter(job=job, path__in=_FILE_TABLES)}
+    for path in _FILE_TABLES:
+        if path in artifacts:
+            try:
+                return json.loads(artifact_file(artifacts[path]).read_text())
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+_FILE_TABLES = ("hipify/files.json", "hipify/findings.json")
 
 
 def file_rows(
     findings: dict[str, Any] | None, sort: str = "unsupported", descending: bool = True
 ) -> list[dict]:
-    """One row per scanned file, sortable by any column; findings counted where they are code."""
+    """One row per scanned file, sortable by any column; findings counted where they are code.
+
+    ``findings``: files.json or findings.json (the same per-file counts).
+    """
     rows = []
     for f in (findings or {}).get("files", []):
         counts = f.get("counts", {})
@@ -117,7 +129,7 @@ def porting_report(
 ) -> dict[str, Any]:
     scan = _latest(project, SCAN)
     summary = (scan.summary if scan else None) or {}
-    findings = _findings(scan) if scan else None
+    findings = _file_table(scan) if scan else None
     top = [
         a
         for a in summary.get("top_apis", [])

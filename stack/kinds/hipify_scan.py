@@ -2,12 +2,14 @@
 
 Input: the source tree in the job's work folder (``WORK/src``; the portal puts
 an upload or a clone there). Output: findings per file (``hipify/findings.json``),
-a Markdown report, and the totals as measurements, so the portal can draw the
-burn-down of unsupported references across scans.
+their counts alone (``hipify/files.json``), a Markdown report, and the totals as
+measurements, so the portal can draw the burn-down of unsupported references across
+scans.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -17,6 +19,9 @@ from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolMissing
 
 SOURCE_DIR = "src"
+# hipify/files.json: findings.json's per-file counts without refs and warnings, a
+# few percent of its size, so the portal's file table need not parse every warning.
+FILES_SCHEMA = "rocpath.hipify-files/1"
 
 
 def source_root(ctx: RunContext, subpath: str = "") -> Path:
@@ -132,6 +137,12 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
             result.findings_json({"source": source}),
             "application/json",
             "per-file findings of the scan (docs/hipify.md describes the shape)",
+        ),
+        ctx.write_artifact(
+            "hipify/files.json",
+            json.dumps({"schema": FILES_SCHEMA, "files": result.rows()}, separators=(",", ":")),
+            "application/json",
+            "per-file counts without the warnings (what the porting report's file table reads)",
         ),
         ctx.write_artifact(
             "hipify/report.md",

@@ -125,3 +125,25 @@ def test_a_re_scan_of_a_project_takes_unchanged_files_from_its_cache(user, team)
     assert first.summary["incremental"]["examined"] == 1
     assert second.summary["incremental"]["examined"] == 0
     assert second.summary["incremental"]["cached"] == 1
+
+
+def test_the_file_table_reads_the_small_files_json_and_older_scans_findings_json(user, team):
+    from jobs.models import Artifact
+    from jobs.services import artifact_file
+
+    project = make_project(team)
+    _upload(project, user, CUDA)
+    job = _scan(user, project)
+    client = Client()
+    client.force_login(user)
+    url = f"/api/v1/projects/{project.pk}/porting-report/"
+    expected = client.get(url).json()["files"]
+    assert [(f["path"], f["unsupported"], f["removed"]) for f in expected] == [("src/k.cu", 1, 1)]
+    findings = artifact_file(Artifact.objects.get(job_id=job, path="hipify/findings.json"))
+    kept = findings.read_text()
+    findings.write_text("not JSON: the file table must not need it")
+    assert client.get(url).json()["files"] == expected
+    # a scan from before files.json existed: the table comes from findings.json
+    findings.write_text(kept)
+    Artifact.objects.filter(job_id=job, path="hipify/files.json").delete()
+    assert client.get(url).json()["files"] == expected
