@@ -19,6 +19,7 @@ from portal.models import AdoptionProject
 SCAN = "hipify-scan"
 COMPILE = "compile-check"
 BURN_DOWN_METRICS = ("unsupported", "removed", "deprecated", "unconverted")
+FILES_PER_PAGE = 200  # rows of the file table per page (the download holds all)
 FILE_COLUMNS = (
     "path",
     "lines",

@@ -29,7 +29,7 @@ from portal.access import (
 from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.models import AdoptionProject, Team
-from portal.porting import FILE_COLUMNS, burn_down_series, porting_report
+from portal.porting import FILE_COLUMNS, FILES_PER_PAGE, burn_down_series, porting_report
 from portal.reports import gemm_charts
 from portal.sources import SourceError, add_git, add_upload, tree_of
 from stack.kinds import KINDS
@@ -248,8 +248,11 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
     project = _project(request, pk)
     sort = request.GET.get("sort", "unsupported")
     descending = request.GET.get("dir", "desc") != "asc"
+    export = request.GET.get("format") == "html"
     report = porting_report(project, sort=sort, descending=descending)
     series = burn_down_series(report["burn_down"])
+    # The page shows the file table a page at a time; the download holds every file.
+    files_page = Paginator(report["files"], FILES_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "project": project,
         "report": report,
@@ -261,12 +264,13 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
         "sort": sort,
         "descending": descending,
         "columns": FILE_COLUMNS,
-        "files": report["files"][:1000],
+        "files": report["files"] if export else files_page.object_list,
+        "files_page": None if export else files_page,
         "css": (Path(settings.BASE_DIR) / "static" / "css" / "rocpath.css").read_text()
-        if request.GET.get("format") == "html"
+        if export
         else "",
     }
-    if request.GET.get("format") == "html":
+    if export:
         response = render(request, "portal/porting_export.html", context)
         response["Content-Disposition"] = f'attachment; filename="porting-{project.pk}.html"'
         return response

@@ -147,3 +147,35 @@ def test_the_file_table_reads_the_small_files_json_and_older_scans_findings_json
     findings.write_text(kept)
     Artifact.objects.filter(job_id=job, path="hipify/files.json").delete()
     assert client.get(url).json()["files"] == expected
+
+
+def test_the_file_table_comes_a_page_at_a_time_and_the_download_holds_every_file(
+    user, team, monkeypatch
+):
+    import portal.views
+
+    monkeypatch.setattr(portal.views, "FILES_PER_PAGE", 2)
+    project = make_project(team)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in ("a.cu", "b.cu", "c.cu"):
+            archive.writestr(f"src/{name}", CUDA)
+    buffer.seek(0)
+    add_upload(project, buffer, "code.zip", user)
+    _scan(user, project)
+    client = Client()
+    client.force_login(user)
+    url = f"/projects/{project.pk}/porting/"
+
+    def table(html: str) -> list[str]:
+        body = html.split('id="files"')[1]
+        return [p for p in ("src/a.cu", "src/b.cu", "src/c.cu") if f">{p}</a>" in body]
+
+    first = client.get(url, {"sort": "path", "dir": "asc"}).content.decode()
+    assert table(first) == ["src/a.cu", "src/b.cu"]
+    assert "files 1\u20132 of 3" in first and "sort=path&dir=asc&page=2" in first
+    second = client.get(url, {"sort": "path", "dir": "asc", "page": 2}).content.decode()
+    assert table(second) == ["src/c.cu"] and 'rel="prev"' in second
+    download = client.get(url, {"format": "html"}).content.decode()
+    assert table(download) == ["src/a.cu", "src/b.cu", "src/c.cu"]
+    assert 'class="pager"' not in download
