@@ -8,7 +8,10 @@ path-free: a renamed or copied file is a hit.
 
 Beside them, per engine key and file selection, the newest scan's totals
 (:class:`stack.hipify.totals.Totals`): a re-scan applies what changed to them
-rather than summing every file's aggregate again.
+rather than summing every file's aggregate again. They also say which findings
+are still in use: when an engine key holds many more findings than its states
+name, the rest are pruned, so a project's cache does not grow with every edit
+(:func:`stack.hipify.scan._prune`).
 
 One SQLite file (stdlib ``sqlite3``, imported only when a cache is used): safe
 for several jobs sharing a cache folder, one file to copy or delete.
@@ -121,6 +124,41 @@ class FindingsCache:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+
+    def count(self) -> int:
+        """How many findings this engine key holds."""
+        (n,) = self._db.execute(
+            "SELECT count(*) FROM findings WHERE engine = ?", (self.engine_key,)
+        ).fetchone()
+        return n
+
+    def totals_states(self) -> list[bytes]:
+        """Every file selection's newest totals state, for this engine key."""
+        rows = self._db.execute("SELECT state FROM scans WHERE engine = ?", (self.engine_key,))
+        return [state for (state,) in rows]
+
+    def prune(self, keep: Iterable[str]) -> int:
+        """Delete this engine key's findings outside ``keep``, and those of engine keys
+        no scan state names (a replaced hipify-perl's, say). Returns how many went."""
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute("CREATE TEMP TABLE IF NOT EXISTS keep (sha256 TEXT PRIMARY KEY)")
+            self._db.execute("DELETE FROM keep")
+            self._db.executemany("INSERT OR IGNORE INTO keep VALUES (?)", ((sha,) for sha in keep))
+            gone = self._db.execute(
+                "DELETE FROM findings WHERE engine = ? AND sha256 NOT IN (SELECT sha256 FROM keep)",
+                (self.engine_key,),
+            ).rowcount
+            gone += self._db.execute(
+                "DELETE FROM findings WHERE engine NOT IN (SELECT engine FROM scans)"
+                " AND engine != ?",
+                (self.engine_key,),
+            ).rowcount
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return gone
 
     def close(self) -> None:
         """Close the database."""

@@ -472,12 +472,13 @@ def scan_tree(
             cores[sha] = json.dumps(core, separators=(",", ":"))
             new_entries[sha] = (cores[sha], marshal.dumps(agg))
         selection = json.dumps([list(include), list(exclude), files is not None])
-        totals, totals_from = _sum_up(hashed, aggregates, cache, selection)
+        totals, totals_from = _sum_up(hashed, aggregates, cores, cache, selection)
         timings["totals_s"] = time.monotonic() - t0
         if cache is not None:
             t0 = time.monotonic()
             state = None if totals_from == "unchanged" else (selection, totals.dumps())
             cache.put_many(new_entries, state)
+            _prune(cache, len(totals.files))
             timings["cache_write_s"] = time.monotonic() - t0
     finally:
         if cache is not None:
@@ -507,6 +508,7 @@ def scan_tree(
 def _sum_up(
     hashed: list[tuple[str, str, int, bool]],
     aggregates: dict[str, dict[str, Any]],
+    cores: dict[str, str],
     cache: Any,
     selection: str,
 ) -> tuple[Totals, str]:
@@ -518,7 +520,8 @@ def _sum_up(
     list an API's places anew (:meth:`Totals.refill`). Otherwise, or when so
     many changed that summing is as cheap, or when an aggregate the update
     needs is not in the cache, every file is summed ("summed").
-    ``aggregates`` holds the freshly examined files' and receives what is loaded.
+    ``aggregates`` holds the freshly examined files' and receives what is loaded;
+    ``cores`` are the scanned files' records.
     """
     current = {rel: (sha, dev) for rel, sha, _, dev in hashed}
     blob = cache.totals_state(selection) if cache is not None else None
@@ -536,12 +539,12 @@ def _sum_up(
             if len(gone) + len(new) <= max(16, len(current) // 4):
                 old_shas = {p: known[p][0] for p in gone}
                 _load_aggregates(
-                    aggregates, [*old_shas.values(), *(current[p][0] for p in new)], cache
+                    aggregates, [*old_shas.values(), *(current[p][0] for p in new)], cache, cores
                 )
 
                 def load(paths: list[str]) -> dict[str, dict[str, Any]]:
                     shas = [current[p][0] for p in paths]
-                    _load_aggregates(aggregates, shas, cache)
+                    _load_aggregates(aggregates, shas, cache, cores)
                     return {p: aggregates[sha] for p, sha in zip(paths, shas, strict=True)}
 
                 try:
@@ -553,14 +556,25 @@ def _sum_up(
                     totals.refill(load)
                     return totals, "updated"
                 except KeyError:
-                    pass  # an aggregate the cache no longer holds: sum instead
-    _load_aggregates(aggregates, [sha for sha, _ in current.values()], cache)
+                    pass  # a gone file's aggregate the cache no longer holds: sum instead
+    _load_aggregates(aggregates, [sha for sha, _ in current.values()], cache, cores)
     return Totals.build(
         (rel, sha, dev, aggregates[sha]) for rel, (sha, dev) in current.items()
     ), "summed"
 
 
-def _load_aggregates(aggregates: dict[str, dict[str, Any]], shas: list[str], cache: Any) -> None:
+def _load_aggregates(
+    aggregates: dict[str, dict[str, Any]],
+    shas: list[str],
+    cache: Any,
+    cores: dict[str, str] | None = None,
+) -> None:
+    """Load the aggregates of ``shas`` into ``aggregates``.
+
+    One the cache no longer holds (another scan of the project pruned it since this
+    one read its record) is derived from the record text in ``cores`` when given.
+    """
+    import json
     import marshal
 
     missing = [sha for sha in shas if sha not in aggregates]
@@ -569,3 +583,28 @@ def _load_aggregates(aggregates: dict[str, dict[str, Any]], shas: list[str], cac
             # marshal, not pickle: it builds plain data and runs nothing; the cache
             # holds only what scans wrote (and a bad entry fails loudly)
             aggregates[sha] = marshal.loads(blob)  # noqa: S302
+    if cores is not None:
+        for sha in missing:
+            if sha not in aggregates and sha in cores:
+                aggregates[sha] = aggregate(json.loads(cores[sha]))
+
+
+# A cache may hold this many findings per file its states name, plus the slack,
+# before the unnamed ones are pruned: old versions of edited files stay a while
+# (a reverted edit is still a hit) without the cache growing with every edit.
+PRUNE_FACTOR = 2
+PRUNE_SLACK = 1000
+
+
+def _prune(cache: Any, files: int) -> None:
+    """Drop findings no scan state names, once there are many more than the states name."""
+    if cache.count() <= PRUNE_FACTOR * files + PRUNE_SLACK:
+        return
+    keep: set[str] = set()
+    for blob in cache.totals_states():
+        try:
+            keep.update(sha for sha, _, _ in Totals.loads(blob).files.values())
+        except ValueError:
+            continue  # a damaged state names nothing
+    if len(keep) * PRUNE_FACTOR + PRUNE_SLACK < cache.count():
+        cache.prune(keep)

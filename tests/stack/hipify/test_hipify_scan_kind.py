@@ -192,6 +192,54 @@ def test_a_damaged_totals_state_is_summed_again_not_trusted(tmp_path):
     assert again.summary == scan_tree(src).summary
 
 
+@needs_hipify_perl
+def test_edits_do_not_grow_a_projects_cache_without_bound(tmp_path, monkeypatch):
+    import sqlite3
+
+    from stack.hipify import scan
+    from stack.hipify.cache import FindingsCache
+
+    monkeypatch.setattr(scan, "PRUNE_FACTOR", 1)
+    monkeypatch.setattr(scan, "PRUNE_SLACK", 0)
+    src = _tree(tmp_path / "src", {f"k{i}.cu": SAMPLE_CU + f"// {i}\n" for i in range(3)})
+    cache = tmp_path / "cache"
+    scan_tree(src, cache_dir=cache, include=["k0.cu"])  # another selection: its state stays
+    named_by_it = (src / "k0.cu").read_text()
+    for edit in range(4):
+        (src / "k0.cu").write_text(SAMPLE_CU + f"// edit {edit}\n")
+        result = scan_tree(src, cache_dir=cache)
+    assert result.summary == scan_tree(src).summary
+    with sqlite3.connect(next(cache.glob("*.sqlite3"))) as db:
+        db.execute("INSERT INTO findings VALUES ('an-old-engine', 'x', '{}', x'00')")
+    (src / "k1.cu").write_text(SAMPLE_CU + "// edited\n")
+    scan_tree(src, cache_dir=cache)
+    key = scan.engine_key("fast", result.tables)
+    with FindingsCache(cache, key) as kept:
+        # the 3 files of the tree, and the k0.cu the other selection's state names
+        assert kept.count() == 4
+        assert kept.records([scan.hashlib.sha256(named_by_it.encode()).hexdigest()])
+    with sqlite3.connect(next(cache.glob("*.sqlite3"))) as db:
+        assert db.execute("SELECT count(*) FROM findings WHERE engine != ?", (key,)).fetchone() == (
+            0,
+        )
+
+
+@needs_hipify_perl
+def test_an_aggregate_another_scan_pruned_meanwhile_is_derived_from_the_record(
+    tmp_path, monkeypatch
+):
+    from stack.hipify.cache import FindingsCache
+
+    src = _tree(tmp_path / "src", {f"k{i}.cu": SAMPLE_CU + f"// {i}\n" for i in range(4)})
+    cache = tmp_path / "cache"
+    scan_tree(src, cache_dir=cache)
+    (src / "k2.cu").write_text(SAMPLE_CU + "cudaDeviceReset();\n")
+    monkeypatch.setattr(FindingsCache, "aggregates", lambda self, shas: {})
+    again = scan_tree(src, cache_dir=cache)
+    assert (again.totals_from, again.examined, again.cached) == ("summed", 1, 3)
+    assert again.summary == scan_tree(src).summary
+
+
 def test_without_hipify_perl_the_job_errors_naming_the_tool_and_where_to_get_it(
     tmp_path, monkeypatch
 ):
