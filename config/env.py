@@ -65,6 +65,22 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_int_list(name: str) -> list[int] | None:
+    """A comma-separated list of non-negative integers; None when unset or empty."""
+    items = env_list(name, [])
+    if not items:
+        return None
+    try:
+        numbers = [int(item) for item in items]
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name}={_raw(name)!r} is not a comma-separated list of integers"
+        ) from None
+    if any(n < 0 for n in numbers):
+        raise ImproperlyConfigured(f"{name}={_raw(name)!r}: indices must not be negative")
+    return numbers
+
+
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = _raw(name)
     if value is None or value == "":

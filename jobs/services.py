@@ -26,6 +26,9 @@ from django.utils import timezone
 from jobs.choices import EventKind, JobStatus, LaunchType
 from jobs.executors import ExecutorError, get_executor, resolve_executor
 from jobs.executors.base import JobSpec, Outcome
+from jobs.executors.gpu import worker_inventory
+from jobs.gpus import hold_gpus, wants_gpus
+from jobs.gpus import release as release_gpus
 from jobs.models import Artifact, Environment, IllegalTransition, Job, JobEvent, Measurement
 from portal.access import writable_team_ids
 from portal.models import AdoptionProject, SourceSnapshot, Team
@@ -390,7 +393,12 @@ def execute_job(job_id: int, *, worker: str) -> str:
             shutil.rmtree(workdir)
         workdir.mkdir(parents=True)  # the executor makes out/ and work/ in prepare()
         spec.params_file.write_text(json.dumps(job.params))
-        outcome = get_executor(executor_name).run(spec, hooks)
+        held = hold_gpus(job, spec, hooks, worker_inventory)
+        if held is None:
+            outcome = Outcome(canceled=True)  # while it waited for a GPU
+        else:
+            spec = held
+            outcome = get_executor(executor_name).run(spec, hooks)
     except ExecutorError as exc:
         hooks.close()
         job.fail_to_run(str(exc))
@@ -400,6 +408,9 @@ def execute_job(job_id: int, *, worker: str) -> str:
         logger.exception("job %s: executor crashed", job.pk)
         job.fail_to_run(f"internal error while running the job: {type(exc).__name__}: {exc}")
         return "errored"
+    finally:
+        if wants_gpus(job.requested_hardware):  # a CPU job costs no query here
+            release_gpus(job)
     return conclude(job, spec, outcome, hooks)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_int, env_list, env_str
+from config.env import env_bool, env_choice, env_int, env_int_list, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("ROCPATH_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -151,6 +151,11 @@ ROCPATH_HEARTBEAT_S = env_int("ROCPATH_HEARTBEAT_S", 5, minimum=1)
 ROCPATH_RUNNING_GRACE_S = env_int("ROCPATH_RUNNING_GRACE_S", 120, minimum=1)
 ROCPATH_QUEUED_GRACE_S = env_int("ROCPATH_QUEUED_GRACE_S", 24 * 3600, minimum=1)
 ROCPATH_REAPER_INTERVAL_S = env_int("ROCPATH_REAPER_INTERVAL_S", 60, minimum=1)
+# GPUs are leased per host (jobs/gpus.py): the name leases are held under (default: the
+# hostname; give workers that share GPUs across containers one name), and which of the
+# host's GPUs this worker lends (indices in the probe's list per vendor; default: all).
+ROCPATH_GPU_HOST = env_str("ROCPATH_GPU_HOST", "") or ""
+ROCPATH_WORKER_GPUS = env_int_list("ROCPATH_WORKER_GPUS")
 ROCPATH_STACK_PYTHON = env_str("ROCPATH_STACK_PYTHON", "") or None  # default: this interpreter
 # Fork local runners from a warm interpreter (stack/zygote.py) instead of starting one per job.
 ROCPATH_LOCAL_ZYGOTE = env_bool("ROCPATH_LOCAL_ZYGOTE", True)

@@ -28,7 +28,7 @@ from jobs.executors.base import (
     Outcome,
     parse_stdout_line,
 )
-from jobs.executors.gpu import GpuProfile, GpuUnavailable, profile_for
+from jobs.executors.gpu import GpuProfile, GpuUnavailable, profile_for, worker_inventory
 
 logger = logging.getLogger(__name__)
 
@@ -278,19 +278,6 @@ def _read_output(container: Any, lines: queue.Queue) -> None:
             if rest:
                 lines.put((stream, rest.decode("utf-8", errors="replace")))
         lines.put(None)
-
-
-_inventory: dict | None = None
-
-
-def worker_inventory() -> dict:
-    """What GPUs this worker host has, probed once per process (stack's probe, in-process)."""
-    global _inventory  # one inventory per worker process, by design
-    if _inventory is None:
-        from stack.kinds.probe import inventory
-
-        _inventory = inventory()
-    return _inventory
 
 
 def _listed(engine: Any, *labels: str) -> list[dict]:

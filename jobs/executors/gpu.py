@@ -81,25 +81,70 @@ def nvidia_profile(indices: list[int]) -> GpuProfile:
     )
 
 
-def profile_for(hardware: dict, inventory: dict) -> GpuProfile:
-    """The profile for a job's request on a worker whose inventory (probe output) is given.
+@dataclass(frozen=True)
+class GpuRequest:
+    """What a job asked for, resolved against a worker's inventory."""
 
-    ``hardware``: {"gpu_vendor": "amd"|"nvidia"|None, "gpu_count": N, "gpu_indices": [..]}.
-    ``inventory``: the probe's environment dict for this host ("gpus": [...]).
+    vendor: str
+    count: int
+    candidates: list[int]  # the indices it may get, in order (all of them when it named them)
+
+
+def request_for(hardware: dict, inventory: dict, lendable: list[int] | None) -> GpuRequest | None:
+    """The GPUs a job needs from this worker; None for a CPU job.
+
+    Raises GpuUnavailable when this worker can never satisfy it (no such GPUs).
     """
     count = int(hardware.get("gpu_count") or 0)
+    named = [int(i) for i in hardware.get("gpu_indices") or []]
+    if not count and not named:
+        return None
     vendor = hardware.get("gpu_vendor")
-    if not count and not hardware.get("gpu_indices"):
-        return NO_GPU
     gpus = [g for g in inventory.get("gpus") or [] if not vendor or g.get("vendor") == vendor]
     if not gpus:
-        raise GpuUnavailable(f"no {vendor or ''} GPU on this worker".replace("  ", " "))
-    vendor = vendor or gpus[0].get("vendor")
-    indices = list(hardware.get("gpu_indices") or range(count))
-    if len(indices) > len(gpus):
-        raise GpuUnavailable(f"asked for {len(indices)} GPUs, this worker has {len(gpus)}")
-    if vendor == "amd":
+        raise GpuUnavailable(f"no {vendor + ' ' if vendor else ''}GPU on this worker")
+    vendor = vendor or str(gpus[0].get("vendor"))
+    usable = [i for i in range(len(gpus)) if lendable is None or i in lendable]
+    if named:
+        missing = sorted(set(named) - set(usable))
+        if missing:
+            raise GpuUnavailable(
+                f"asked for GPUs {named}; this worker lends {vendor} GPUs {usable}"
+            )
+        return GpuRequest(vendor, len(named), named)
+    if count > len(usable):
+        raise GpuUnavailable(
+            f"asked for {count} GPUs, this worker lends {len(usable)} {vendor} GPUs"
+        )
+    return GpuRequest(vendor, count, usable)
+
+
+def profile_for(hardware: dict, inventory: dict, lendable: list[int] | None = None) -> GpuProfile:
+    """The profile for a job's request on a worker whose inventory (probe output) is given.
+
+    ``hardware``: {"gpu_vendor": "amd"|"nvidia"|None, "gpu_count": N, "gpu_indices": [..]}
+    (after leasing, jobs.gpus names the leased indices). ``inventory``: the probe's
+    environment dict for this host ("gpus": [...]).
+    """
+    request = request_for(hardware, inventory, lendable)
+    if request is None:
+        return NO_GPU
+    indices = request.candidates[: request.count]
+    if request.vendor == "amd":
         return rocm_profile(indices, render_nodes())
-    if vendor == "nvidia":
+    if request.vendor == "nvidia":
         return nvidia_profile(indices)
-    raise GpuUnavailable(f"no passthrough profile for GPU vendor {vendor!r}")
+    raise GpuUnavailable(f"no passthrough profile for GPU vendor {request.vendor!r}")
+
+
+_inventory: dict | None = None
+
+
+def worker_inventory() -> dict:
+    """What GPUs this worker host has, probed once per process (stack's probe, in-process)."""
+    global _inventory  # one inventory per worker process, by design
+    if _inventory is None:
+        from stack.kinds.probe import inventory
+
+        _inventory = inventory()
+    return _inventory

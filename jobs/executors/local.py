@@ -75,6 +75,26 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+def visible_devices(hardware: dict) -> dict[str, str]:
+    """The variables that show a local runner only the GPUs leased to its job (jobs.gpus).
+
+    Indices are the host's (the inventory's order: nvidia-smi's, which is PCI bus
+    order, hence CUDA_DEVICE_ORDER; rocminfo's agent order for AMD). They replace
+    whatever the worker's own environment said.
+    """
+    indices = hardware.get("gpu_indices")
+    if not indices:
+        return {}
+    listed = ",".join(str(i) for i in indices)
+    if hardware.get("gpu_vendor") == "nvidia":
+        return {"CUDA_VISIBLE_DEVICES": listed, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    if hardware.get("gpu_vendor") == "amd":
+        # ROCr picks by host index; HIP then numbers what ROCr shows from 0
+        inside = ",".join(str(i) for i in range(len(indices)))
+        return {"ROCR_VISIBLE_DEVICES": listed, "HIP_VISIBLE_DEVICES": inside}
+    return {}
+
+
 class LocalExecutor(Executor):
     name = "local"
 
@@ -106,6 +126,7 @@ class LocalExecutor(Executor):
         )
         if spec.cache_dir is not None:
             env["ROCPATH_CACHE_DIR"] = str(spec.cache_dir)
+        env.update(visible_devices(spec.hardware))
         return env
 
     def prepare(self, spec: JobSpec) -> None:

@@ -3,7 +3,16 @@
 from jobs.models.artifact import Artifact
 from jobs.models.environment import Environment
 from jobs.models.event import JobEvent
+from jobs.models.gpu_lease import GpuLease
 from jobs.models.job import IllegalTransition, Job
 from jobs.models.measurement import Measurement
 
-__all__ = ["Artifact", "Environment", "IllegalTransition", "Job", "JobEvent", "Measurement"]
+__all__ = [
+    "Artifact",
+    "Environment",
+    "GpuLease",
+    "IllegalTransition",
+    "Job",
+    "JobEvent",
+    "Measurement",
+]
