@@ -23,11 +23,13 @@ changed across ROCm releases.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import statistics
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -439,8 +441,31 @@ def null_sampler(reason: str, interval_ms: int) -> Sampler:
     return sampler
 
 
+# The variables that pick which of the host's GPUs a process sees, per vendor: a job
+# leased GPU 2 sees it as device 0, but the SMI tools number the host's GPUs.
+_VISIBLE = {"nvidia": ("CUDA_VISIBLE_DEVICES",), "amd": ("ROCR_VISIBLE_DEVICES",)}
+
+
+def host_gpu_index(vendor: str | None, index: int, env: Mapping[str, str] = os.environ) -> int:
+    """The host's number (what nvidia-smi / amd-smi / rocm-smi call it) of visible GPU ``index``.
+
+    The *_VISIBLE_DEVICES lists map visible to host numbers when they hold numbers
+    (UUIDs in them are left alone: the index is returned as it is).
+    """
+    for name in _VISIBLE.get(vendor or "", ()):
+        listed = [item.strip() for item in env.get(name, "").split(",") if item.strip()]
+        if index < len(listed) and listed[index].isdigit():
+            return int(listed[index])
+    return index
+
+
 def make_sampler(vendor: str | None, gpu_index: int, uuid: str | None, interval_ms: int) -> Sampler:
-    """The best sampler for the device (a null one on the CPU or when no tool is there)."""
+    """The best sampler for the device (a null one on the CPU or when no tool is there).
+
+    ``gpu_index`` is the device's number as the benchmark sees it; the tools are
+    given its UUID where one is known, else its host number (:func:`host_gpu_index`).
+    """
+    gpu_index = host_gpu_index(vendor, gpu_index)
     if vendor == "nvidia":
         path = which("nvidia-smi", ())
         if path:

@@ -31,21 +31,18 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True, help="username the job is submitted as")
         parser.add_argument("--team", help="team slug (optional when the user has one team)")
         parser.add_argument("--project", type=int, help="project id")
+        parser.add_argument(
+            "--hardware",
+            default="{}",
+            help='JSON object: {"gpu_count": 1, "gpu_vendor": "nvidia", "memory_mb": …}',
+        )
         parser.add_argument("--timeout", type=int, dest="timeout_s", help="seconds")
         parser.add_argument("--wait", action="store_true", help="follow the job to its end")
         parser.add_argument("--poll", type=float, default=0.5, help="seconds between polls")
 
     def handle(self, *args: object, **opts: object) -> None:
-        raw = str(opts["params"])
-        if raw.startswith("@"):
-            try:
-                raw = Path(raw[1:]).read_text()
-            except OSError as exc:
-                raise CommandError(f"cannot read params file: {exc}") from exc
-        try:
-            params = json.loads(raw)
-        except ValueError as exc:
-            raise CommandError(f"--params is not valid JSON: {exc}") from exc
+        params = _json_option("params", str(opts["params"]))
+        hardware = _json_option("hardware", str(opts["hardware"]))
         user = get_user_model().objects.filter(username=opts["user"]).first()
         if user is None:
             raise CommandError(f"no user {opts['user']!r}")
@@ -65,6 +62,7 @@ class Command(BaseCommand):
                     user=user,
                     kind=str(opts["kind"]),
                     params=params,
+                    hardware=hardware,
                     team=team,
                     project=project,
                     timeout_s=opts.get("timeout_s"),  # type: ignore[arg-type]
@@ -88,3 +86,16 @@ class Command(BaseCommand):
         self.stderr.write(f"job {job.pk} {job.status}" + (f": {job.error}" if job.error else ""))
         if job.status != JobStatus.SUCCEEDED:
             sys.exit(1)
+
+
+def _json_option(name: str, raw: str) -> object:
+    """A JSON option's value; ``@FILE`` reads it from a file."""
+    if raw.startswith("@"):
+        try:
+            raw = Path(raw[1:]).read_text()
+        except OSError as exc:
+            raise CommandError(f"cannot read {name} file: {exc}") from exc
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise CommandError(f"--{name} is not valid JSON: {exc}") from exc

@@ -183,3 +183,16 @@ def test_amd_smi_polling_sampler_against_a_fake_tool(tmp_path, monkeypatch):
     time.sleep(0.5)
     sampler.stop()
     assert sampler.samples and sampler.samples[0].power_w == 712
+
+
+def test_a_job_shown_only_its_leased_gpu_samples_that_gpu_by_its_host_number(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    write_fake_tool(bin_dir, "amd-smi", "print('{}')")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "2,3")  # device 1 in the job is the host's 3
+    sampler = telemetry.make_sampler("amd", 1, None, 200)
+    assert " metric -g 3 " in sampler.command
+    assert telemetry.host_gpu_index("nvidia", 0, {"CUDA_VISIBLE_DEVICES": "5"}) == 5
+    assert telemetry.host_gpu_index("nvidia", 0, {"CUDA_VISIBLE_DEVICES": "GPU-ab12"}) == 0
+    assert telemetry.host_gpu_index("amd", 2, {}) == 2
