@@ -5,7 +5,12 @@
 # worker with three processes (more than the host has GPUs), on the embedded
 # defaults (SQLite, filesystem broker) and the local executor. Expected: two run at
 # once, each on its own GPU; the third waits, saying for which jobs, then runs on the
-# GPU freed first. The Django side comes as wheels in .whl (README of the device tool).
+# GPU freed first. The Django side comes as wheels in .whl (README of the device tool):
+# `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform
+# manylinux_2_28_x86_64 -d .whl` of requirements.txt's web/worker packages at their
+# pins and what they need beyond the machine's image (kombu's amqp, vine, billiard,
+# tzlocal; click-*; asgiref, sqlparse; jsonschema's referencing, rpds-py; pygal's
+# importlib-metadata and lazy-importer; ...).
 set -u
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/gpu-lease-out}; mkdir -p "$OUT"
