@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from jobs.models import Artifact, Environment, Job, JobEvent, Measurement
+from jobs.models import Artifact, Environment, GpuLease, Job, JobEvent, Measurement
 
 
 class ArtifactInline(admin.TabularInline):
@@ -82,3 +82,16 @@ class MeasurementAdmin(admin.ModelAdmin):
     list_display = ["id", "job", "benchmark", "metric", "value", "unit", "better"]
     list_filter = ["benchmark", "metric"]
     raw_id_fields = ["job", "environment"]
+
+
+@admin.register(GpuLease)
+class GpuLeaseAdmin(admin.ModelAdmin):
+    """Which job holds which GPU of which host. Deleting a row frees that GPU: for an
+    operator clearing a lease by hand (stale ones clear themselves, jobs.gpus)."""
+
+    list_display = ["host", "vendor", "index", "job", "acquired_at"]
+    list_filter = ["host", "vendor"]
+    readonly_fields = ["host", "vendor", "index", "job", "acquired_at"]
+
+    def has_add_permission(self, request: object) -> bool:
+        return False

@@ -136,3 +136,19 @@ def test_the_profile_follows_the_vendor_the_job_asked_for(monkeypatch):
 def test_asking_for_gpus_the_worker_lacks_is_refused(hardware, host):
     with pytest.raises(GpuUnavailable):
         profile_for(hardware, host)
+
+
+def test_a_container_gets_the_gpus_its_job_leased_not_the_first_ones(monkeypatch):
+    monkeypatch.setattr(
+        "jobs.executors.gpu.render_nodes", lambda: [f"/dev/dri/renderD{128 + i}" for i in range(8)]
+    )
+    leased = {"gpu_vendor": "nvidia", "gpu_count": 1, "gpu_indices": [1]}
+    two = {"gpus": [{"vendor": "nvidia", "model": "H200"}] * 2}
+    assert profile_for(leased, two).device_requests[0]["device_ids"] == ["1"]
+    amd = {"gpus": [{"vendor": "amd", "arch": "gfx942"}] * 8}
+    rocm = profile_for({"gpu_vendor": "amd", "gpu_count": 2, "gpu_indices": [5, 6]}, amd)
+    assert [d.split(":")[0] for d in rocm.devices] == [
+        "/dev/kfd",
+        "/dev/dri/renderD133",
+        "/dev/dri/renderD134",
+    ]

@@ -229,6 +229,7 @@ def test_admin_pages_of_every_model_render_for_staff(team):
         "jobs/artifact",
         "jobs/environment",
         "jobs/measurement",
+        "jobs/gpulease",
         "portal/team",
         "portal/membership",
         "portal/adoptionproject",
