@@ -6,6 +6,7 @@ One function builds it for the page, the JSON API and the downloadable HTML alik
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -168,3 +169,28 @@ def burn_down_series(history: list[dict[str, Any]]) -> dict[str, list]:
             if metric in point:
                 series[f"{metric} (in code)"].append((point["at"], point[metric]))
     return dict(series)
+
+
+_GFX = re.compile(r"gfx[0-9a-f]+(?::[a-z0-9+-]+)*", re.IGNORECASE)
+
+
+def compile_targets(project: AdoptionProject) -> list[str]:
+    """The AMD architectures to compile a project for, from its target GPUs.
+
+    A ``gfx…`` entry is taken as it is; a GPU name through the GPU table
+    (``stack.blas.peaks``: MI300X → gfx942, MI250X → gfx90a, …); NVIDIA names
+    and unknown ones add nothing. gfx942 (MI300X/MI325X) when none is left.
+    """
+    from stack.blas.peaks import PEAK_TABLE, match_name
+
+    targets: list[str] = []
+    for entry in project.target_gpus or []:
+        text = str(entry).strip()
+        if _GFX.fullmatch(text):
+            arch = text.lower()
+        else:
+            row = match_name(text)
+            arch = PEAK_TABLE[row].arch if row else ""
+        if arch.startswith("gfx") and arch not in targets:
+            targets.append(arch)
+    return targets or ["gfx942"]

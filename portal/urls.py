@@ -19,6 +19,7 @@ urlpatterns = [
     path("projects/", views.project_list, name="projects"),
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("projects/<int:pk>/porting/", views.project_porting, name="project-porting"),
+    path("projects/<int:pk>/steps/", views.project_step, name="project-step"),
     path(
         "projects/<int:pk>/sources/<int:source_pk>/file/",
         views.source_file,

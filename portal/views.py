@@ -29,7 +29,13 @@ from portal.access import (
 from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.models import AdoptionProject, Team
-from portal.porting import FILE_COLUMNS, FILES_PER_PAGE, burn_down_series, porting_report
+from portal.porting import (
+    FILE_COLUMNS,
+    FILES_PER_PAGE,
+    burn_down_series,
+    compile_targets,
+    porting_report,
+)
 from portal.reports import gemm_charts
 from portal.sources import SourceError, add_git, add_upload, tree_of
 from stack.kinds import KINDS
@@ -238,8 +244,46 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "sources": project.sources.all()[:20],
             "jobs": project.jobs.select_related("created_by")[:20],
             "can_write": writable,
+            "steps": PROJECT_STEPS,
+            "compile_targets": compile_targets(project),
         },
     )
+
+
+# The roadmap's steps a project page starts with one click: kind -> what the button says.
+PROJECT_STEPS = {
+    "hipify-scan": "Scan with HIPIFY",
+    "hipify-convert": "Convert to HIP",
+    "compile-check": "Compile check",
+}
+
+
+@login_required
+@require_POST
+def project_step(request: HttpRequest, pk: int) -> HttpResponse:
+    """Submit one roadmap step (PROJECT_STEPS) for the project's newest source."""
+    project = _project(request, pk)
+    kind = request.POST.get("kind", "")
+    if kind not in PROJECT_STEPS:
+        raise Http404("no such step")
+    if not can_write(request.user, project.team_id):
+        messages.error(request, "Viewers cannot submit jobs.")
+        return redirect("portal:project-detail", pk=pk)
+    params = {"targets": compile_targets(project)} if kind == "compile-check" else {}
+    try:
+        job = services.submit_job(
+            user=request.user,
+            kind=kind,
+            params=params,
+            team=project.team,
+            project=project,
+            launch_type=LaunchType.MANUAL,
+        )
+    except services.SubmissionError as exc:
+        messages.error(request, f"Not submitted: {exc}")
+        return redirect("portal:project-detail", pk=pk)
+    messages.success(request, f"Job {job.pk} ({kind}) submitted.")
+    return redirect("portal:job-detail", pk=job.pk)
 
 
 @login_required

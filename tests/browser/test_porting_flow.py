@@ -66,9 +66,7 @@ def test_a_team_uploads_its_code_scans_it_and_follows_the_report_to_the_line(pag
     source = page.locator("tr[data-source]")
     assert "Ready" in source.inner_text() and "code.tar.gz" in source.inner_text()
 
-    page.click("text=Submit a job")
-    page.select_option("#id_kind", "hipify-scan")
-    page.click("form.card button[type=submit]")
+    page.click('[data-step="hipify-scan"]')  # the project page's "Scan with HIPIFY"
     page.wait_for_selector('#job-status [data-status="succeeded"]', timeout=60_000)
     assert Job.objects.get().project == project
 

@@ -10,6 +10,7 @@ from django.test import Client
 
 from jobs import services
 from jobs.choices import JobStatus
+from portal.porting import compile_targets
 from portal.sources import add_upload
 from stack.tools import which
 from tests.factories import make_project
@@ -179,3 +180,54 @@ def test_the_file_table_comes_a_page_at_a_time_and_the_download_holds_every_file
     download = client.get(url, {"format": "html"}).content.decode()
     assert table(download) == ["src/a.cu", "src/b.cu", "src/c.cu"]
     assert 'class="pager"' not in download
+
+
+def test_a_projects_target_gpus_give_the_architectures_it_is_compiled_for(team):
+    project = make_project(team)
+    project.target_gpus = ["MI300X", "gfx90a", "H200", "MI325X", "gfx1100", "a GPU we sell"]
+    assert compile_targets(project) == ["gfx942", "gfx90a", "gfx1100"]
+    project.target_gpus = ["H200"]
+    assert compile_targets(project) == ["gfx942"]  # nothing AMD named: the MI300X class
+
+
+def test_the_project_page_starts_each_porting_step_on_the_newest_source(user, team):
+    from jobs.models import Job
+
+    project = make_project(team)
+    project.target_gpus = ["MI250X"]
+    project.save()
+    client = Client()
+    client.force_login(user)
+    url = f"/projects/{project.pk}/steps/"
+    page = client.get(f"/projects/{project.pk}/").content.decode()
+    assert "Add the code first" in page and 'data-step="hipify-scan"' not in page
+    refused = client.post(url, {"kind": "hipify-scan"}, follow=True).content.decode()
+    assert "Not submitted" in refused and "has no source code yet" in refused
+    source = _upload(project, user, CUDA)
+    page = client.get(f"/projects/{project.pk}/").content.decode()
+    assert 'data-step="compile-check">Compile check (gfx90a)' in page
+    response = client.post(url, {"kind": "compile-check"})
+    job = Job.objects.get()
+    assert response["Location"] == f"/jobs/{job.pk}/"
+    assert (job.kind, job.project, job.source, job.params["targets"]) == (
+        "compile-check",
+        project,
+        source,
+        ["gfx90a"],
+    )
+    assert client.post(url, {"kind": "blas-bench"}).status_code == 404
+
+
+def test_a_viewer_cannot_start_a_porting_step(team):
+    from jobs.models import Job
+    from portal.choices import Role
+    from tests.factories import add_member, make_user
+
+    viewer = make_user("vera")
+    add_member(team, viewer, Role.VIEWER)
+    project = make_project(team)
+    client = Client()
+    client.force_login(viewer)
+    assert "Porting steps" not in client.get(f"/projects/{project.pk}/").content.decode()
+    client.post(f"/projects/{project.pk}/steps/", {"kind": "hipify-scan"})
+    assert not Job.objects.exists()
