@@ -97,8 +97,7 @@ def hold_gpus(
         request = request_for(hardware, inventory(), settings.ROCPATH_WORKER_GPUS)
     except GpuUnavailable as exc:
         raise ExecutorError(str(exc)) from exc
-    if request is None:
-        return spec
+    assert request is not None  # wants_gpus said it asks for some
     where = host()
     started = clock()
     said = False
