@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 
 from jobs.choices import TERMINAL_STATUSES
 from jobs.executors.base import ExecutionHooks, ExecutorError, JobSpec
-from jobs.executors.gpu import GpuRequest, GpuUnavailable, request_for
+from jobs.executors.gpu import GpuRequest, GpuUnavailable, request_for, wants_gpus
 from jobs.models import GpuLease, Job
 
 POLL_S = 1.0
@@ -42,17 +42,16 @@ def try_lease(job: Job, request: GpuRequest, where: str) -> list[int] | None:
     for _ in range(len(request.candidates) + 1):
         try:
             with transaction.atomic():
-                GpuLease.objects.filter(
-                    host=where, vendor=request.vendor, job__status__in=TERMINAL_STATUSES
-                ).delete()
-                held = set(
-                    GpuLease.objects.filter(host=where, vendor=request.vendor).values_list(
-                        "index", flat=True
-                    )
-                )
-                free = [i for i in request.candidates if i not in held]
+                free = _free(request, where)
                 if len(free) < request.count:
-                    return None
+                    # leases of jobs that ended without giving them back count for nothing
+                    stale = GpuLease.objects.filter(
+                        host=where, vendor=request.vendor, job__status__in=TERMINAL_STATUSES
+                    ).delete()[0]
+                    if stale:
+                        free = _free(request, where)
+                    if len(free) < request.count:
+                        return None
                 chosen = free[: request.count]
                 GpuLease.objects.bulk_create(
                     GpuLease(host=where, vendor=request.vendor, index=i, job=job) for i in chosen
@@ -63,14 +62,17 @@ def try_lease(job: Job, request: GpuRequest, where: str) -> list[int] | None:
     return None
 
 
-def wants_gpus(hardware: dict | None) -> bool:
-    """Does a job's hardware request ask for GPUs?"""
-    return bool(hardware and (hardware.get("gpu_count") or hardware.get("gpu_indices")))
+def _free(request: GpuRequest, where: str) -> list[int]:
+    held = set(
+        GpuLease.objects.filter(host=where, vendor=request.vendor).values_list("index", flat=True)
+    )
+    return [i for i in request.candidates if i not in held]
 
 
 def release(job: Job) -> None:
-    """Give back every GPU the job holds."""
-    GpuLease.objects.filter(job=job).delete()
+    """Give back every GPU the job holds (a CPU job costs no query)."""
+    if wants_gpus(job.requested_hardware):
+        GpuLease.objects.filter(job=job).delete()
 
 
 def hold_gpus(
@@ -85,7 +87,8 @@ def hold_gpus(
     """Lease the GPUs the job asked for, waiting while they are held; None if canceled.
 
     Returns the spec to run, whose ``hardware`` names the leased indices and vendor,
-    which the executors pass on (device nodes or requests; *_VISIBLE_DEVICES).
+    which the executors pass on (device nodes or requests; *_VISIBLE_DEVICES), and
+    whose timeout is what the wait left of the job's.
     Raises ExecutorError when this worker can never give them, or when none came
     free within the job's timeout. ``inventory`` (the worker's GPUs) is asked only
     when the job wants a GPU.
@@ -100,6 +103,7 @@ def hold_gpus(
     assert request is not None  # wants_gpus said it asks for some
     where = host()
     started = clock()
+    beat = started
     said = False
     while True:
         chosen = try_lease(job, request, where)
@@ -112,7 +116,8 @@ def hold_gpus(
                 }
             )
             leased = {**hardware, "gpu_vendor": request.vendor, "gpu_indices": chosen}
-            return dataclasses.replace(spec, hardware=leased)
+            left = max(1, spec.timeout_s - int(clock() - started))
+            return dataclasses.replace(spec, hardware=leased, timeout_s=left)
         if not said:
             holders = sorted(
                 set(
@@ -137,5 +142,7 @@ def hold_gpus(
                 f"no {request.vendor} GPU of {where} came free within the job's "
                 f"{spec.timeout_s} s timeout"
             )
-        hooks.heartbeat()
+        if clock() - beat >= settings.ROCPATH_HEARTBEAT_S:
+            hooks.heartbeat()
+            beat = clock()
         time.sleep(poll_s)

@@ -27,7 +27,7 @@ from jobs.choices import EventKind, JobStatus, LaunchType
 from jobs.executors import ExecutorError, get_executor, resolve_executor
 from jobs.executors.base import JobSpec, Outcome
 from jobs.executors.gpu import worker_inventory
-from jobs.gpus import hold_gpus, wants_gpus
+from jobs.gpus import hold_gpus
 from jobs.gpus import release as release_gpus
 from jobs.models import Artifact, Environment, IllegalTransition, Job, JobEvent, Measurement
 from portal.access import writable_team_ids
@@ -367,13 +367,9 @@ def execute_job(job_id: int, *, worker: str) -> str:
         return _redelivered(job)
     if job.status != JobStatus.QUEUED:
         return f"skipped: {job.status}"
-    if not job.claim(worker):
+    executor_name = resolve_executor()  # cached per process
+    if not job.claim(worker, executor=executor_name):
         return "skipped: claimed elsewhere"
-
-    executor_name = resolve_executor()
-    if job.executor != executor_name:
-        Job.objects.filter(pk=job.pk).update(executor=executor_name)
-        job.executor = executor_name
     workdir = job_dir(job.pk)
     spec = JobSpec(
         job_id=job.pk,
@@ -409,8 +405,7 @@ def execute_job(job_id: int, *, worker: str) -> str:
         job.fail_to_run(f"internal error while running the job: {type(exc).__name__}: {exc}")
         return "errored"
     finally:
-        if wants_gpus(job.requested_hardware):  # a CPU job costs no query here
-            release_gpus(job)
+        release_gpus(job)
     return conclude(job, spec, outcome, hooks)
 
 
@@ -470,7 +465,7 @@ def _conclude(job: Job, spec: JobSpec, outcome: Outcome, progress: float | None)
         if job.finish(
             JobStatus.ERRORED,
             exit_code=outcome.exit_code,
-            error=f"timed out after {spec.timeout_s} s",
+            error=f"timed out after {job.timeout_s} s",  # waiting for a GPU counts too
             progress=progress,
         ):
             _register_artifacts(job, spec.out_dir, declared=[])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from jobs.choices import JobStatus
+from jobs.choices import TERMINAL_STATUSES, JobStatus
 from jobs.models import Job, JobEvent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,14 +160,12 @@ def job_image() -> str:
 
 
 def wait_for_status(job_id: int, statuses: set[str], timeout: float = 60) -> Job:
-    deadline = time.monotonic() + timeout
-    while True:
+    if not wait_until(
+        lambda: Job.objects.filter(pk=job_id, status__in=statuses).exists(), timeout, 0.1
+    ):
         job = Job.objects.get(pk=job_id)
-        if job.status in statuses:
-            return job
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"job {job_id} still {job.status} after {timeout} s: {job.error}")
-        time.sleep(0.1)
+        raise TimeoutError(f"job {job_id} still {job.status} after {timeout} s: {job.error}")
+    return Job.objects.get(pk=job_id)
 
 
 def runner_group(job_id: int, timeout: float = 15) -> int:
@@ -225,4 +223,4 @@ def submit_long_job(api) -> int:
     return job_id
 
 
-TERMINAL = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ERRORED, JobStatus.CANCELED}
+TERMINAL = TERMINAL_STATUSES

@@ -247,12 +247,14 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         form = ProjectCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = dict(form.validated_data)
-        team = Team.objects.filter(pk__in=writable_team_ids(request.user), slug=data.pop("team"))
-        if not team.exists():
+        team = Team.objects.filter(
+            pk__in=writable_team_ids(request.user), slug=data.pop("team")
+        ).first()
+        if team is None:
             raise ValidationError({"team": ["No team of that slug that you can write to."]})
-        if AdoptionProject.objects.filter(team=team.get(), name=data["name"]).exists():
+        if AdoptionProject.objects.filter(team=team, name=data["name"]).exists():
             raise ValidationError({"name": ["This team already has a project of that name."]})
-        project = AdoptionProject.objects.create(team=team.get(), **data)
+        project = AdoptionProject.objects.create(team=team, **data)
         location = reverse("api:project-detail", args=[project.pk])
         return Response(ProjectSerializer(project).data, status=201, headers={"Location": location})
 

@@ -27,7 +27,6 @@ def resolve_executor() -> str:
     if settings.ROCPATH_EXECUTOR != "auto":
         return settings.ROCPATH_EXECUTOR
     if _resolved is None:
-        _resolved = "local"
         try:
             from jobs.executors.docker import client
 

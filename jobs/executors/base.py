@@ -55,6 +55,12 @@ class JobSpec:
         return self.workdir / "out"
 
 
+# How often a running job's worker asks whether it was canceled, and how many stderr
+# lines it keeps for the error text: the same for every executor.
+CANCEL_POLL_S = 0.5
+STDERR_TAIL_LINES = 40
+
+
 @dataclass
 class Outcome:
     exit_code: int | None = None  # None: never started or no code available

@@ -16,11 +16,14 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from typing import Any
 
 from django.conf import settings
 
 from jobs.executors.base import (
+    CANCEL_POLL_S,
+    STDERR_TAIL_LINES,
     ExecutionHooks,
     Executor,
     ExecutorError,
@@ -28,7 +31,14 @@ from jobs.executors.base import (
     Outcome,
     parse_stdout_line,
 )
-from jobs.executors.gpu import GpuProfile, GpuUnavailable, profile_for, worker_inventory
+from jobs.executors.gpu import (
+    NO_GPU,
+    GpuProfile,
+    GpuUnavailable,
+    profile_for,
+    wants_gpus,
+    worker_inventory,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +165,12 @@ class DockerExecutor(Executor):
         if not spec.image:
             raise ExecutorError("no image was chosen for this job")
         try:
-            gpu = profile_for(spec.hardware, worker_inventory())
+            # a CPU job never probes the host's GPUs (five tools, once per process)
+            gpu = (
+                profile_for(spec.hardware, worker_inventory())
+                if wants_gpus(spec.hardware)
+                else NO_GPU
+            )
         except GpuUnavailable as exc:
             raise ExecutorError(str(exc)) from exc
         try:
@@ -199,10 +214,10 @@ class DockerExecutor(Executor):
         reader = threading.Thread(target=_read_output, args=(container, lines), daemon=True)
         reader.start()
         deadline = time.monotonic() + spec.timeout_s
-        next_cancel_check = time.monotonic() + 0.5
+        next_cancel_check = time.monotonic() + CANCEL_POLL_S
         next_beat = time.monotonic() + settings.ROCPATH_HEARTBEAT_S
         stopped = False
-        tail: list[str] = []
+        tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         while True:
             try:
                 item = lines.get(timeout=0.2)
@@ -217,14 +232,14 @@ class DockerExecutor(Executor):
                     hooks.on_event(event)
                 elif line:
                     if stream == "stderr":
-                        tail = [*tail[-39:], line]
+                        tail.append(line)
                     hooks.on_line(line, stream)
             now = time.monotonic()
             if not stopped and now >= deadline:
                 outcome.timed_out = stopped = True
                 _stop(container)
             elif not stopped and now >= next_cancel_check:
-                next_cancel_check = now + 0.5
+                next_cancel_check = now + CANCEL_POLL_S
                 if hooks.should_cancel():
                     outcome.canceled = stopped = True
                     _stop(container)
@@ -241,8 +256,7 @@ class DockerExecutor(Executor):
             outcome.signal = code - 128
         else:
             outcome.exit_code = code
-        outcome.stderr_tail = tail
-        outcome.pid = None
+        outcome.stderr_tail = list(tail)
         return outcome
 
 

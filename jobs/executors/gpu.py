@@ -45,9 +45,27 @@ def _group_id(name: str) -> str | None:
         return None
 
 
-def render_nodes(dri: Path = Path("/dev/dri")) -> list[str]:
-    """The host's /dev/dri/renderD* nodes in order: one per AMD GPU (and other GPUs)."""
-    return sorted(str(p) for p in dri.glob("renderD*")) if dri.is_dir() else []
+AMD_PCI_VENDOR = "0x1002"
+
+
+def render_nodes(dri: Path = Path("/dev/dri"), sysfs: Path = Path("/sys/class/drm")) -> list[str]:
+    """The host's AMD GPUs' /dev/dri/renderD* nodes, in order.
+
+    Jobs number AMD GPUs among AMD GPUs only, so another vendor's render node (an
+    iGPU, a display card) must not shift them; a node whose vendor sysfs does not
+    say is kept.
+    """
+    if not dri.is_dir():
+        return []
+    nodes = []
+    for node in sorted(dri.glob("renderD*")):
+        try:
+            vendor = (sysfs / node.name / "device" / "vendor").read_text().strip()
+        except OSError:
+            vendor = AMD_PCI_VENDOR
+        if vendor == AMD_PCI_VENDOR:
+            nodes.append(str(node))
+    return nodes
 
 
 def rocm_profile(indices: list[int], nodes: list[str], *, kfd: str = "/dev/kfd") -> GpuProfile:
@@ -90,15 +108,20 @@ class GpuRequest:
     candidates: list[int]  # the indices it may get, in order (all of them when it named them)
 
 
+def wants_gpus(hardware: dict | None) -> bool:
+    """Does a job's hardware request ask for GPUs?"""
+    return bool(hardware and (hardware.get("gpu_count") or hardware.get("gpu_indices")))
+
+
 def request_for(hardware: dict, inventory: dict, lendable: list[int] | None) -> GpuRequest | None:
     """The GPUs a job needs from this worker; None for a CPU job.
 
     Raises GpuUnavailable when this worker can never satisfy it (no such GPUs).
     """
+    if not wants_gpus(hardware):
+        return None
     count = int(hardware.get("gpu_count") or 0)
     named = [int(i) for i in hardware.get("gpu_indices") or []]
-    if not count and not named:
-        return None
     vendor = hardware.get("gpu_vendor")
     gpus = [g for g in inventory.get("gpus") or [] if not vendor or g.get("vendor") == vendor]
     if not gpus:
@@ -119,14 +142,14 @@ def request_for(hardware: dict, inventory: dict, lendable: list[int] | None) -> 
     return GpuRequest(vendor, count, usable)
 
 
-def profile_for(hardware: dict, inventory: dict, lendable: list[int] | None = None) -> GpuProfile:
+def profile_for(hardware: dict, inventory: dict) -> GpuProfile:
     """The profile for a job's request on a worker whose inventory (probe output) is given.
 
     ``hardware``: {"gpu_vendor": "amd"|"nvidia"|None, "gpu_count": N, "gpu_indices": [..]}
     (after leasing, jobs.gpus names the leased indices). ``inventory``: the probe's
     environment dict for this host ("gpus": [...]).
     """
-    request = request_for(hardware, inventory, lendable)
+    request = request_for(hardware, inventory, None)
     if request is None:
         return NO_GPU
     indices = request.candidates[: request.count]

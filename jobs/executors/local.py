@@ -25,6 +25,8 @@ from typing import Protocol
 from django.conf import settings
 
 from jobs.executors.base import (
+    CANCEL_POLL_S,
+    STDERR_TAIL_LINES,
     ExecutionHooks,
     Executor,
     ExecutorError,
@@ -37,8 +39,6 @@ from stack.tools import make_die_with_parent
 logger = logging.getLogger(__name__)
 
 KILL_GRACE_S = 5.0
-CANCEL_POLL_S = 0.5
-STDERR_TAIL_LINES = 40
 
 _die_with_parent = make_die_with_parent()  # libc loaded once, not in every child
 
@@ -78,9 +78,11 @@ def _kill_group(pgid: int, sig: int) -> None:
 def visible_devices(hardware: dict) -> dict[str, str]:
     """The variables that show a local runner only the GPUs leased to its job (jobs.gpus).
 
-    Indices are the host's (the inventory's order: nvidia-smi's, which is PCI bus
-    order, hence CUDA_DEVICE_ORDER; rocminfo's agent order for AMD). They replace
-    whatever the worker's own environment said.
+    Indices are the host's, in the inventory's order: nvidia-smi's, which is PCI
+    bus order (hence CUDA_DEVICE_ORDER); for AMD the probe's (amd-smi, else rocm-smi
+    or rocminfo), taken to match ROCr's own numbering, both being PCI bus order on
+    the hosts we know of (not checked on an AMD GPU here). They replace whatever
+    the worker's own environment said.
     """
     indices = hardware.get("gpu_indices")
     if not indices:

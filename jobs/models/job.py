@@ -141,8 +141,11 @@ class Job(models.Model):
     def mark_queued(self, task_id: str) -> bool:
         return self._move(JobStatus.QUEUED, task_id=task_id, queued_at=timezone.now())
 
-    def claim(self, worker: str) -> bool:
-        """Take a queued job for running; False when another delivery already took it."""
+    def claim(self, worker: str, **fields: Any) -> bool:
+        """Take a queued job for running; False when another delivery already took it.
+
+        ``fields`` are written in the same UPDATE (the executor that will run it).
+        """
         now = timezone.now()
         return self._move(
             JobStatus.RUNNING,
@@ -152,6 +155,7 @@ class Job(models.Model):
             heartbeat_at=now,
             # Safe without F(): a concurrent claim would have moved the status first.
             attempt=self.attempt + 1,
+            **fields,
         )
 
     def finish(

@@ -13,6 +13,7 @@ from jobs.executors.gpu import (
     GpuUnavailable,
     nvidia_profile,
     profile_for,
+    render_nodes,
     rocm_profile,
 )
 
@@ -99,7 +100,7 @@ def test_the_rocm_profile_passes_kfd_only_the_chosen_render_nodes_and_the_gpu_gr
     params = container_params(_spec(tmp_path), profile)
     assert params["devices"] == profile.devices
     assert params["environment"]["ROCR_VISIBLE_DEVICES"] == "0,1"
-    assert params["group_add"] == profile.group_add
+    assert params.get("group_add", []) == profile.group_add  # absent on a host with neither group
 
 
 def test_the_nvidia_profile_uses_device_requests(tmp_path):
@@ -152,3 +153,14 @@ def test_a_container_gets_the_gpus_its_job_leased_not_the_first_ones(monkeypatch
         "/dev/dri/renderD133",
         "/dev/dri/renderD134",
     ]
+
+
+def test_only_amd_render_nodes_count_as_amd_gpus(tmp_path):
+    dri, sysfs = tmp_path / "dri", tmp_path / "drm"
+    for node, vendor in (("renderD128", "0x8086"), ("renderD129", "0x1002"), ("renderD130", None)):
+        (dri / node).mkdir(parents=True)
+        if vendor:
+            (sysfs / node / "device").mkdir(parents=True)
+            (sysfs / node / "device" / "vendor").write_text(vendor + "\n")
+    # an Intel iGPU first would have made the first MI300X "GPU 1"; an unknown node is kept
+    assert render_nodes(dri, sysfs) == [str(dri / "renderD129"), str(dri / "renderD130")]

@@ -161,7 +161,26 @@ def test_a_job_waiting_for_a_gpu_can_be_canceled_or_times_out(team, tmp_path, mo
         gpus.hold_gpus(
             waiter, _spec(waiter, tmp_path), Hooks(), lambda: TWO_H200, clock=lambda: next(ticks)
         )
-    assert not GpuLease.objects.filter(job=waiter).exists()
+    assert GpuLease.objects.filter(job=holder).count() == 2  # a waiter takes nothing
+
+
+def test_the_time_spent_waiting_for_a_gpu_comes_out_of_the_jobs_timeout(
+    team, tmp_path, monkeypatch
+):
+    holder = _running(team)
+    gpus.try_lease(holder, request_for({"gpu_count": 2}, TWO_H200, None), gpus.host())
+    waiter = _running(team, gpu_count=1)
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:  # 25 s pass, and the holder ends
+        now[0] += 25
+        Job.objects.filter(pk=holder.pk).update(status=JobStatus.SUCCEEDED)
+
+    monkeypatch.setattr(gpus.time, "sleep", sleep)
+    spec = gpus.hold_gpus(
+        waiter, _spec(waiter, tmp_path), Hooks(), lambda: TWO_H200, clock=lambda: now[0]
+    )
+    assert spec.timeout_s == 60 - 25
 
 
 def test_a_cpu_job_never_asks_for_the_inventory(team, tmp_path):
