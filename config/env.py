@@ -70,15 +70,32 @@ def env_int_list(name: str) -> list[int] | None:
     items = env_list(name, [])
     if not items:
         return None
+    # The messages quote the items already read: reading again would re-open a _FILE secret.
+    shown = ",".join(items)
     try:
         numbers = [int(item) for item in items]
     except ValueError:
         raise ImproperlyConfigured(
-            f"{name}={_raw(name)!r} is not a comma-separated list of integers"
+            f"{name}={shown!r} is not a comma-separated list of integers"
         ) from None
     if any(n < 0 for n in numbers):
-        raise ImproperlyConfigured(f"{name}={_raw(name)!r}: indices must not be negative")
+        raise ImproperlyConfigured(f"{name}={shown!r}: indices must not be negative")
     return numbers
+
+
+def env_map(name: str) -> dict[str, str]:
+    """Comma-separated ``key=value`` pairs; empty when unset.
+
+    An entry without ``=`` (or with an empty side) is a typo, and dropping it
+    would quietly run jobs with the wrong setting, so it stops the start-up.
+    """
+    pairs = {}
+    for item in env_list(name, []):
+        key, sep, value = item.partition("=")
+        if not (sep and key.strip() and value.strip()):
+            raise ImproperlyConfigured(f"{name}: {item!r} is not of the form key=value")
+        pairs[key.strip()] = value.strip()
+    return pairs
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:

@@ -102,6 +102,10 @@ def submit_job(
     if project is not None and team is not None and project.team_id != team.pk:
         errors["project"] = ["This project belongs to another team."]
 
+    if kind == "compile-check" and project is not None and "targets" not in (params or {}):
+        # A project says which GPUs it is ported for: compile for their architectures,
+        # whichever way the job comes (page, REST, CLI), unless it names its own.
+        params = {**(params or {}), "targets": project.compile_targets()}
     clean_params: dict = {}
     spec = KINDS.get(kind)
     if spec is None:

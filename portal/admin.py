@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from portal.models import AdoptionProject, Membership, Team
+from portal.models import AdoptionProject, Membership, SourceSnapshot, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -26,3 +26,38 @@ class MembershipAdmin(admin.ModelAdmin):
 class AdoptionProjectAdmin(admin.ModelAdmin):
     list_display = ["name", "team", "current_platform", "created_at"]
     list_filter = ["team"]
+
+
+@admin.register(SourceSnapshot)
+class SourceSnapshotAdmin(admin.ModelAdmin):
+    """For operators to see what was uploaded or cloned, by whom, and why a fetch failed.
+
+    Read-only: a row stands for a tree on disk (portal.sources) that only an upload
+    or a clone makes, so one added here would have no code, and one deleted here
+    would leave its tree behind.
+    """
+
+    list_display = ["id", "project", "origin", "name", "status", "file_count", "created_at"]
+    list_filter = ["status", "origin"]
+    search_fields = ["name", "commit", "archive_sha256"]
+    list_select_related = ["project__team"]
+    readonly_fields = [
+        "project",
+        "origin",
+        "status",
+        "name",
+        "ref",
+        "commit",
+        "archive_sha256",
+        "file_count",
+        "total_bytes",
+        "error",
+        "created_by",
+        "created_at",
+    ]
+
+    def has_add_permission(self, request: object) -> bool:
+        return False
+
+    def has_delete_permission(self, request: object, obj: object = None) -> bool:
+        return False

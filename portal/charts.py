@@ -55,7 +55,6 @@ def xy_chart(
     *,
     x_title: str,
     y_title: str,
-    logarithmic_x: bool = False,
 ) -> SafeString:
     """Lines of (x, y) points, one per series: e.g. TFLOP/s against matrix size."""
     chart = pygal.XY(
@@ -66,8 +65,6 @@ def xy_chart(
         logarithmic=False,
         **_COMMON,
     )
-    if logarithmic_x:
-        chart.x_value_formatter = lambda x: f"{x:g}"
     for name, points in series.items():
         chart.add(name, [(float(x), float(y)) for x, y in sorted(points)])
     return _render(chart)

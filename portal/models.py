@@ -63,6 +63,35 @@ class AdoptionProject(models.Model):
     def __str__(self) -> str:
         return f"{self.team.slug}/{self.name}"
 
+    def compile_targets(self) -> list[str]:
+        """The AMD architectures to compile this project for, from its target GPUs.
+
+        A ``gfx…`` entry is taken as it is; a GPU name through the GPU table
+        (``stack.blas.peaks``: MI300X → gfx942, MI250X → gfx90a, …); NVIDIA names
+        and unknown ones add nothing. Every target must fit the compile check's own
+        schema (pattern and default), so the page never offers what the job refuses.
+        A method on the model, not in portal.porting, so that jobs.services can use
+        it without importing the porting report (which imports jobs.services).
+        """
+        import re
+
+        from stack.blas.peaks import PEAK_TABLE, match_name
+        from stack.hipify.schemas import COMPILE_CHECK_PARAMS
+
+        schema = COMPILE_CHECK_PARAMS["properties"]["targets"]
+        pattern = re.compile(schema["items"]["pattern"])
+        targets: list[str] = []
+        for entry in self.target_gpus or []:
+            text = str(entry).strip().lower()
+            if pattern.fullmatch(text):
+                arch = text
+            else:
+                row = match_name(text)
+                arch = PEAK_TABLE[row].arch if row else ""
+            if pattern.fullmatch(arch) and arch not in targets:
+                targets.append(arch)
+        return targets or list(schema["default"])
+
 
 class SourceSnapshot(models.Model):
     """One version of a project's code: an uploaded archive or a git clone, extracted.

@@ -6,7 +6,6 @@ One function builds it for the page, the JSON API and the downloadable HTML alik
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from typing import Any
 
@@ -19,6 +18,8 @@ from portal.models import AdoptionProject
 
 SCAN = "hipify-scan"
 COMPILE = "compile-check"
+# Counted per place (code, comment, string, ...); the report counts the code ones,
+# in the burn-down and in the file table's columns of the same names.
 BURN_DOWN_METRICS = ("unsupported", "removed", "deprecated", "unconverted")
 FILES_PER_PAGE = 200  # rows of the file table per page (the download holds all)
 FILE_COLUMNS = (
@@ -32,6 +33,7 @@ FILE_COLUMNS = (
     "unconverted",
     "warnings_count",
 )
+DEFAULT_SORT = "unsupported"
 
 
 def _latest(project: AdoptionProject, kind: str) -> Job | None:
@@ -39,7 +41,6 @@ def _latest(project: AdoptionProject, kind: str) -> Job | None:
     ended = [JobStatus.SUCCEEDED, JobStatus.FAILED] if kind == COMPILE else [JobStatus.SUCCEEDED]
     return (
         Job.objects.filter(project=project, kind=kind, status__in=ended)
-        .select_related("source")
         .order_by("-finished_at", "-id")
         .first()
     )
@@ -91,24 +92,28 @@ _FILE_TABLES = ("hipify/files.json", "hipify/findings.json")
 
 
 def file_rows(
-    findings: dict[str, Any] | None, sort: str = "unsupported", descending: bool = True
+    findings: dict[str, Any] | None, sort: str = DEFAULT_SORT, descending: bool = True
 ) -> list[dict]:
     """One row per scanned file, sortable by any column; findings counted where they are code.
 
-    ``findings``: files.json or findings.json (the same per-file counts).
+    ``findings``: files.json or findings.json (the same per-file counts). Each row
+    holds FILE_COLUMNS in their order, so the page renders a row's items as its
+    cells. ``sort`` must be one of FILE_COLUMNS (the view checks what a user sent).
     """
     rows = []
     for f in (findings or {}).get("files", []):
         counts = f.get("counts", {})
-        row = {
-            key: f.get(key, 0)
-            for key in ("path", "lines", "cuda_refs", "converted_refs", "warnings_count")
-        }
-        for kind in ("unsupported", "deprecated", "removed", "unconverted"):
-            row[kind] = counts.get(kind, {}).get("code", 0)
-        rows.append(row)
-    key = sort if sort in FILE_COLUMNS else "unsupported"
-    rows.sort(key=lambda r: (r[key], r["path"]) if key != "path" else r["path"], reverse=descending)
+        rows.append(
+            {
+                column: (
+                    counts.get(column, {}).get("code", 0)
+                    if column in BURN_DOWN_METRICS
+                    else f.get(column, 0)
+                )
+                for column in FILE_COLUMNS
+            }
+        )
+    rows.sort(key=lambda r: (r[sort], r["path"]), reverse=descending)
     return rows
 
 
@@ -127,7 +132,7 @@ def compile_status(project: AdoptionProject) -> dict[str, Any] | None:
 
 
 def porting_report(
-    project: AdoptionProject, *, sort: str = "unsupported", descending: bool = True
+    project: AdoptionProject, *, sort: str = DEFAULT_SORT, descending: bool = True
 ) -> dict[str, Any]:
     scan = _latest(project, SCAN)
     summary = (scan.summary if scan else None) or {}
@@ -169,28 +174,3 @@ def burn_down_series(history: list[dict[str, Any]]) -> dict[str, list]:
             if metric in point:
                 series[f"{metric} (in code)"].append((point["at"], point[metric]))
     return dict(series)
-
-
-_GFX = re.compile(r"gfx[0-9a-f]+(?::[a-z0-9+-]+)*", re.IGNORECASE)
-
-
-def compile_targets(project: AdoptionProject) -> list[str]:
-    """The AMD architectures to compile a project for, from its target GPUs.
-
-    A ``gfx…`` entry is taken as it is; a GPU name through the GPU table
-    (``stack.blas.peaks``: MI300X → gfx942, MI250X → gfx90a, …); NVIDIA names
-    and unknown ones add nothing. gfx942 (MI300X/MI325X) when none is left.
-    """
-    from stack.blas.peaks import PEAK_TABLE, match_name
-
-    targets: list[str] = []
-    for entry in project.target_gpus or []:
-        text = str(entry).strip()
-        if _GFX.fullmatch(text):
-            arch = text.lower()
-        else:
-            row = match_name(text)
-            arch = PEAK_TABLE[row].arch if row else ""
-        if arch.startswith("gfx") and arch not in targets:
-            targets.append(arch)
-    return targets or ["gfx942"]

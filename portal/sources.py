@@ -78,9 +78,7 @@ def _inside(base: PurePosixPath, target: str) -> bool:
     return True
 
 
-def _check_totals(
-    name: str, size: int, files: int, total: int, compressed: int, limits: Limits
-) -> None:
+def _check_totals(name: str, files: int, total: int, compressed: int, limits: Limits) -> None:
     if files > limits.max_files:
         raise SourceError(f"{name!r}: more than {limits.max_files} files")
     if total > limits.max_bytes:
@@ -105,7 +103,7 @@ def _tar_members(
         if member.isfile():
             files += 1
             total += member.size
-        _check_totals(member.name, member.size, files, total, compressed, limits)
+        _check_totals(member.name, files, total, compressed, limits)
         members.append(member)
     return members
 
@@ -132,7 +130,7 @@ def _zip_members(
                 raise SourceError(
                     f"{info.filename!r}: compression ratio above {limits.max_ratio:g} (a zip bomb?)"
                 )
-        _check_totals(info.filename, info.file_size, files, total, compressed, limits)
+        _check_totals(info.filename, files, total, compressed, limits)
         members.append(info)
     return members
 
@@ -294,19 +292,20 @@ def clone(snapshot: SourceSnapshot) -> None:
         "HOME": str(base),
         "GIT_CONFIG_NOSYSTEM": "1",
     }
-    argv = ["git", "clone", "--quiet", "--no-tags", "--depth", "1"]
-    if snapshot.ref:
-        argv += ["--branch", snapshot.ref]
     # "protocol.file.allow" lets the allowlisted local paths through; nothing else changes.
     argv = [
-        argv[0],
+        "git",
         "-c",
         "protocol.file.allow=always",
-        *argv[1:],
-        "--",
-        snapshot.name,
-        str(staging),
+        "clone",
+        "--quiet",
+        "--no-tags",
+        "--depth",
+        "1",
     ]
+    if snapshot.ref:
+        argv += ["--branch", snapshot.ref]
+    argv += ["--", snapshot.name, str(staging)]
     try:
         done = subprocess.run(
             argv,

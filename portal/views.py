@@ -30,14 +30,14 @@ from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.models import AdoptionProject, Team
 from portal.porting import (
+    DEFAULT_SORT,
     FILE_COLUMNS,
     FILES_PER_PAGE,
     burn_down_series,
-    compile_targets,
     porting_report,
 )
 from portal.reports import gemm_charts
-from portal.sources import SourceError, add_git, add_upload, tree_of
+from portal.sources import SourceError, add_git, add_upload, newest_ready, tree_of
 from stack.kinds import KINDS
 
 
@@ -236,16 +236,20 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         except SourceError as exc:
             messages.error(request, f"Refused: {exc}")
         return redirect("portal:project-detail", pk=pk)
+    # The steps run on the newest ready source: no buttons (nor targets to show)
+    # while every source is still being fetched or has failed.
+    ready = writable and newest_ready(project) is not None
     return render(
         request,
         "portal/project_detail.html",
         {
             "project": project,
             "sources": project.sources.all()[:20],
-            "jobs": project.jobs.select_related("created_by")[:20],
+            "jobs": project.jobs.all()[:20],
             "can_write": writable,
             "steps": PROJECT_STEPS,
-            "compile_targets": compile_targets(project),
+            "source_ready": ready,
+            "compile_targets": project.compile_targets() if ready else [],
         },
     )
 
@@ -269,12 +273,10 @@ def project_step(request: HttpRequest, pk: int) -> HttpResponse:
     if not can_write(request.user, project.team_id):
         messages.error(request, "Viewers cannot submit jobs.")
         return redirect("portal:project-detail", pk=pk)
-    params = {"targets": compile_targets(project)} if kind == "compile-check" else {}
     try:
         job = services.submit_job(
             user=request.user,
             kind=kind,
-            params=params,
             team=project.team,
             project=project,
             launch_type=LaunchType.MANUAL,
@@ -290,7 +292,9 @@ def project_step(request: HttpRequest, pk: int) -> HttpResponse:
 def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
     """The porting report; ?format=html downloads it as one self-contained file."""
     project = _project(request, pk)
-    sort = request.GET.get("sort", "unsupported")
+    sort = request.GET.get("sort", DEFAULT_SORT)
+    if sort not in FILE_COLUMNS:
+        sort = DEFAULT_SORT
     descending = request.GET.get("dir", "desc") != "asc"
     export = request.GET.get("format") == "html"
     report = porting_report(project, sort=sort, descending=descending)
@@ -321,6 +325,9 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "portal/porting.html", context)
 
 
+SOURCE_VIEW_BYTES = 2 * 1024 * 1024  # the viewer shows at most this much of a file
+
+
 @login_required
 def source_file(request: HttpRequest, pk: int, source_pk: int) -> HttpResponse:
     """One file of a code snapshot, with line numbers, for the report's file:line links."""
@@ -330,8 +337,11 @@ def source_file(request: HttpRequest, pk: int, source_pk: int) -> HttpResponse:
     path = (tree / request.GET.get("path", "")).resolve()
     if not path.is_relative_to(tree) or not path.is_file():
         raise Http404("no such file in this source")
-    data = path.read_bytes()[: 2 * 1024 * 1024]
+    with path.open("rb") as f:
+        data = f.read(SOURCE_VIEW_BYTES)  # a huge generated file must not fill the memory
     lines = data.decode("utf-8", errors="replace").splitlines()
+    # isdecimal, not isdigit: isdigit takes "²", which int() refuses.
+    line = request.GET.get("line", "")
     return render(
         request,
         "portal/source_file.html",
@@ -340,8 +350,6 @@ def source_file(request: HttpRequest, pk: int, source_pk: int) -> HttpResponse:
             "snapshot": snapshot,
             "path": path.relative_to(tree).as_posix(),
             "lines": lines,
-            "highlight": int(request.GET.get("line", "0") or 0)
-            if request.GET.get("line", "").isdigit()
-            else 0,
+            "highlight": int(line) if line.isdecimal() else 0,
         },
     )

@@ -286,13 +286,19 @@ def validate_result(data: dict[str, Any]) -> None:
     paths (absolute, ``..``) get a plain-words reason, and an errored result
     must say why.
     """
+    # Before the schema: its path pattern rejects the same paths, and its
+    # message is the raw regular expression, which tells nobody what to fix.
+    # The document is not validated yet, so only well-shaped entries are read.
+    artifacts = data.get("artifacts") if isinstance(data, dict) else None
+    for i, artifact in enumerate(artifacts if isinstance(artifacts, list) else []):
+        path = artifact.get("path") if isinstance(artifact, dict) else None
+        if isinstance(path, str):
+            reason = artifact_path_problem(path)
+            if reason:
+                raise ContractError(f"artifacts[{i}].path: {path!r} {reason}")
     problem = _first_schema_error(RESULT_SCHEMA, data)
     if problem:
         raise ContractError(problem)
-    for i, artifact in enumerate(data["artifacts"]):
-        reason = artifact_path_problem(artifact["path"])
-        if reason:
-            raise ContractError(f"artifacts[{i}].path: {artifact['path']!r} {reason}")
     for i, measurement in enumerate(data["measurements"]):
         numbers = [measurement["value"], *measurement["samples"]]
         if not all(math.isfinite(x) for x in numbers):

@@ -15,7 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_int, env_int_list, env_list, env_str
+from config.env import env_bool, env_choice, env_int, env_int_list, env_list, env_map, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("ROCPATH_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -134,9 +134,7 @@ ARTIFACT_ROOT = Path(env_str("ROCPATH_ARTIFACT_ROOT", str(VAR_DIR / "artifacts")
 ROCPATH_EXECUTOR = env_choice("ROCPATH_EXECUTOR", "auto", ("auto", "local", "docker"))
 ROCPATH_IMAGE = env_str("ROCPATH_IMAGE", "rocpath/debian:latest")
 # Per-kind images: "blas-bench=rocpath/rocm-pytorch:latest,profile=…"
-ROCPATH_KIND_IMAGES = dict(
-    item.split("=", 1) for item in env_list("ROCPATH_KIND_IMAGES", []) if "=" in item
-)
+ROCPATH_KIND_IMAGES = env_map("ROCPATH_KIND_IMAGES")
 # A job may name its own image only from these prefixes (comma-separated).
 ROCPATH_IMAGE_ALLOW = env_list("ROCPATH_IMAGE_ALLOW", ["rocpath/"])
 ROCPATH_DOCKER_MEMORY_MB = env_int("ROCPATH_DOCKER_MEMORY_MB", 2048, minimum=16)
@@ -154,7 +152,7 @@ ROCPATH_REAPER_INTERVAL_S = env_int("ROCPATH_REAPER_INTERVAL_S", 60, minimum=1)
 # GPUs are leased per host (jobs/gpus.py): the name leases are held under (default: the
 # hostname; give workers that share GPUs across containers one name), and which of the
 # host's GPUs this worker lends (indices in the probe's list per vendor; default: all).
-ROCPATH_GPU_HOST = env_str("ROCPATH_GPU_HOST", "") or ""
+ROCPATH_GPU_HOST = env_str("ROCPATH_GPU_HOST", "")
 ROCPATH_WORKER_GPUS = env_int_list("ROCPATH_WORKER_GPUS")
 ROCPATH_STACK_PYTHON = env_str("ROCPATH_STACK_PYTHON", "") or None  # default: this interpreter
 # Fork local runners from a warm interpreter (stack/zygote.py) instead of starting one per job.

@@ -56,8 +56,9 @@ class Kind:
     """One kind of job.
 
     ``params_schema`` is a JSON Schema of an object with
-    ``"additionalProperties": false`` and a ``default`` for every optional
-    field; ``runner`` is ``"module:function"``, imported when the job runs.
+    ``"additionalProperties": false`` and a ``default`` for every field (so
+    none is required: a job that asks for nothing gets the defaults);
+    ``runner`` is ``"module:function"``, imported when the job runs.
     """
 
     name: str
@@ -341,10 +342,6 @@ def validate_params(kind_name: str, params: Any) -> dict[str, Any]:
         if error.validator == "additionalProperties" and not error.path:
             for name in sorted(set(error.instance) - set(properties)):
                 errors.setdefault(name, []).append("unknown field")
-        elif error.validator == "required" and not error.path:
-            for name in error.validator_value:
-                if name not in error.instance:
-                    errors.setdefault(name, []).append("this field is required")
         else:
             errors.setdefault(_field_of(error.path), []).append(error.message)
     if errors:

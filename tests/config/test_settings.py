@@ -1,16 +1,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_int, env_list, env_str
-
-ROOT = Path(__file__).resolve().parents[2]
+from config.env import env_bool, env_choice, env_int, env_int_list, env_list, env_map, env_str
+from tests.manage_helpers import manage
 
 
 def test_booleans_accept_the_usual_spellings_and_refuse_others(monkeypatch):
@@ -52,6 +48,45 @@ def test_lists_are_comma_separated(monkeypatch):
     assert env_list("HOSTS", []) == ["a.example", "b.example"]
 
 
+def test_integer_lists_are_read_and_refused_by_the_variables_name(monkeypatch):
+    monkeypatch.delenv("GPUS", raising=False)
+    assert env_int_list("GPUS") is None
+    for raw, value in [("0, 2,3", [0, 2, 3]), ("", None), (" , ", None)]:
+        monkeypatch.setenv("GPUS", raw)
+        assert env_int_list("GPUS") == value
+    monkeypatch.setenv("GPUS", "0,one")
+    with pytest.raises(ImproperlyConfigured, match="GPUS='0,one' is not a comma-separated list"):
+        env_int_list("GPUS")
+    monkeypatch.setenv("GPUS", "1,-2")
+    with pytest.raises(ImproperlyConfigured, match="GPUS='1,-2': indices must not be negative"):
+        env_int_list("GPUS")
+
+
+def test_a_bad_integer_list_from_a_file_is_reported_without_reading_it_again(monkeypatch, tmp_path):
+    import config.env
+
+    secret = tmp_path / "gpus"
+    secret.write_text("0,x\n")
+    monkeypatch.setenv("GPUS_FILE", str(secret))
+    reads = []
+    real_raw = config.env._raw
+    monkeypatch.setattr(config.env, "_raw", lambda name: reads.append(name) or real_raw(name))
+    with pytest.raises(ImproperlyConfigured, match="GPUS='0,x'"):
+        env_int_list("GPUS")
+    assert reads == ["GPUS"]
+
+
+def test_maps_are_key_value_pairs_and_a_pair_without_a_value_stops_start_up(monkeypatch):
+    monkeypatch.delenv("IMAGES", raising=False)
+    assert env_map("IMAGES") == {}
+    monkeypatch.setenv("IMAGES", "blas-bench=rocpath/rocm-pytorch:latest, probe = a=b,")
+    assert env_map("IMAGES") == {"blas-bench": "rocpath/rocm-pytorch:latest", "probe": "a=b"}
+    for bad in ("blas-bench", "=rocpath/x", "probe="):
+        monkeypatch.setenv("IMAGES", f"noop=rocpath/x,{bad}")
+        with pytest.raises(ImproperlyConfigured, match=f"IMAGES: '{bad}' is not of the form"):
+            env_map("IMAGES")
+
+
 def _clean_env(**extra: str) -> dict[str, str]:
     env = {
         k: v
@@ -69,18 +104,6 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
 def test_check_deploy_is_clean_under_production_settings(tmp_path):
     env = _clean_env(
         DJANGO_SETTINGS_MODULE="config.settings.production",
@@ -88,7 +111,7 @@ def test_check_deploy_is_clean_under_production_settings(tmp_path):
         ALLOWED_HOSTS="rocpath.example.com",
         ROCPATH_VAR_DIR=str(tmp_path),
     )
-    result = _manage(env, "check", "--deploy", "--fail-level", "WARNING")
+    result = manage(env, "check", "--deploy", "--fail-level", "WARNING")
     assert result.returncode == 0, result.stderr + result.stdout
 
 
@@ -96,26 +119,36 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     env = _clean_env(
         DJANGO_SETTINGS_MODULE="config.settings.production", ROCPATH_VAR_DIR=str(tmp_path)
     )
-    result = _manage(env, "check")
+    result = manage(env, "check")
     assert result.returncode != 0 and "SECRET_KEY" in result.stderr
 
 
 def test_a_bad_database_url_stops_start_up_with_its_name(tmp_path):
     env = _clean_env(DATABASE_URL="nosuchdb://x", ROCPATH_VAR_DIR=str(tmp_path))
-    result = _manage(env, "check")
+    result = manage(env, "check")
     assert result.returncode != 0 and "DATABASE_URL" in result.stderr
+
+
+def test_a_kind_image_without_an_image_stops_start_up_with_its_name(tmp_path):
+    env = _clean_env(
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+        ROCPATH_VAR_DIR=str(tmp_path),
+        ROCPATH_KIND_IMAGES="blas-bench=rocpath/rocm-pytorch:latest,probe",
+    )
+    result = manage(env, "check")
+    assert result.returncode != 0 and "ROCPATH_KIND_IMAGES: 'probe'" in result.stderr
 
 
 def test_development_generates_a_secret_key_once_and_keeps_it(tmp_path):
     env = _clean_env(DJANGO_SETTINGS_MODULE="config.settings.base", ROCPATH_VAR_DIR=str(tmp_path))
     code = "from django.conf import settings; print(settings.SECRET_KEY)"
-    first = _manage(env, "shell", "-c", code).stdout.strip()
-    second = _manage(env, "shell", "-c", code).stdout.strip()
+    first = manage(env, "shell", "-c", code).stdout.strip()
+    second = manage(env, "shell", "-c", code).stdout.strip()
     assert len(first) > 40 and first == second
     assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
 
 
 def test_migrations_match_the_models():
     env = _clean_env(DJANGO_SETTINGS_MODULE="config.settings.test")
-    result = _manage(env, "makemigrations", "--check", "--dry-run")
+    result = manage(env, "makemigrations", "--check", "--dry-run")
     assert result.returncode == 0, result.stdout

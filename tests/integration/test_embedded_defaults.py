@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.workers import ROOT, Worker
+from tests.manage_helpers import manage
+from tests.workers import Worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-PYTHON = sys.executable
 
 
 @pytest.fixture
@@ -34,18 +31,6 @@ def embedded_env(tmp_path: Path) -> dict[str, str]:
         }
     )
     return env
-
-
-def manage(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [PYTHON, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def test_the_cli_runs_jobs_on_sqlite_and_the_embedded_broker(embedded_env, tmp_path):

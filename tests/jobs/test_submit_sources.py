@@ -82,3 +82,16 @@ def test_a_snapshot_alone_decides_the_project_and_the_team(user, team, scan_kind
     snapshot = _snapshot(make_project(second))
     job = services.submit_job(user=user, kind="scan-like", source=snapshot)
     assert job.team == second and job.project == snapshot.project
+
+
+def test_a_compile_check_of_a_project_targets_its_gpus_unless_it_names_its_own(user, team):
+    project = make_project(team)
+    project.target_gpus = ["MI250X", "gfx1100"]
+    project.save()
+    _snapshot(project)
+    job = services.submit_job(user=user, kind="compile-check", project=project)
+    assert job.params["targets"] == ["gfx90a", "gfx1100"]
+    named = services.submit_job(
+        user=user, kind="compile-check", project=project, params={"targets": ["gfx942"]}
+    )
+    assert named.params["targets"] == ["gfx942"]

@@ -10,12 +10,12 @@ from django.test import Client
 
 from jobs import services
 from jobs.choices import JobStatus
-from portal.porting import compile_targets
 from portal.sources import add_upload
 from stack.tools import which
 from tests.factories import make_project
 
-pytestmark = pytest.mark.skipif(
+# Only on the tests that scan: the rest (steps, targets, the viewer) need no hipify-perl.
+needs_hipify = pytest.mark.skipif(
     which("hipify-perl") is None,
     reason="hipify-perl is not installed (scripts/install-rocm-tools.sh)",
 )
@@ -49,6 +49,7 @@ def _upload(project, user, text: str):
     return add_upload(project, buffer, "code.zip", user)
 
 
+@needs_hipify
 def test_the_report_shows_totals_top_unsupported_with_locations_and_the_burn_down(user, team):
     project = make_project(team, "solver")
     _upload(project, user, CUDA)
@@ -83,12 +84,17 @@ def test_file_line_links_open_the_source_at_that_line_and_cannot_leave_the_tree(
         f"/projects/{project.pk}/sources/{snapshot.pk}/file/", {"path": "src/k.cu", "line": 3}
     )
     assert page.status_code == 200 and 'id="L3" class="hl"' in page.content.decode()
+    odd = client.get(
+        f"/projects/{project.pk}/sources/{snapshot.pk}/file/", {"path": "src/k.cu", "line": "²"}
+    )
+    assert odd.status_code == 200 and 'class="hl"' not in odd.content.decode()
     escape = client.get(
         f"/projects/{project.pk}/sources/{snapshot.pk}/file/", {"path": "../../../etc/passwd"}
     )
     assert escape.status_code == 404
 
 
+@needs_hipify
 def test_the_report_downloads_as_one_html_file(user, team):
     project = make_project(team)
     _upload(project, user, CUDA)
@@ -116,6 +122,7 @@ def test_another_teams_report_is_404(user):
     assert client.get(f"/projects/{make_project(make_team()).pk}/porting/").status_code == 404
 
 
+@needs_hipify
 def test_a_re_scan_of_a_project_takes_unchanged_files_from_its_cache(user, team):
     from jobs.models import Job
 
@@ -128,6 +135,7 @@ def test_a_re_scan_of_a_project_takes_unchanged_files_from_its_cache(user, team)
     assert second.summary["incremental"]["cached"] == 1
 
 
+@needs_hipify
 def test_the_file_table_reads_the_small_files_json_and_older_scans_findings_json(user, team):
     from jobs.models import Artifact
     from jobs.services import artifact_file
@@ -150,6 +158,7 @@ def test_the_file_table_reads_the_small_files_json_and_older_scans_findings_json
     assert client.get(url).json()["files"] == expected
 
 
+@needs_hipify
 def test_the_file_table_comes_a_page_at_a_time_and_the_download_holds_every_file(
     user, team, monkeypatch
 ):
@@ -180,18 +189,35 @@ def test_the_file_table_comes_a_page_at_a_time_and_the_download_holds_every_file
     download = client.get(url, {"format": "html"}).content.decode()
     assert table(download) == ["src/a.cu", "src/b.cu", "src/c.cu"]
     assert 'class="pager"' not in download
+    # An unknown column sorts as the default does, and the page says so.
+    bogus = client.get(url, {"sort": "bogus"}).content.decode()
+    assert "unsupported ▼</a>" in bogus and "sort=bogus" not in bogus
+    assert "sort=unsupported&dir=desc&page=2" in bogus
 
 
 def test_a_projects_target_gpus_give_the_architectures_it_is_compiled_for(team):
     project = make_project(team)
     project.target_gpus = ["MI300X", "gfx90a", "H200", "MI325X", "gfx1100", "a GPU we sell"]
-    assert compile_targets(project) == ["gfx942", "gfx90a", "gfx1100"]
+    assert project.compile_targets() == ["gfx942", "gfx90a", "gfx1100"]
     project.target_gpus = ["H200"]
-    assert compile_targets(project) == ["gfx942"]  # nothing AMD named: the MI300X class
+    assert project.compile_targets() == ["gfx942"]  # nothing AMD named: the MI300X class
+
+
+def test_only_targets_the_compile_check_accepts_are_offered(team):
+    from stack.kinds import validate_params
+
+    project = make_project(team)
+    # Not the compile check's pattern: a feature without its +/- and a family name.
+    project.target_gpus = ["gfx90a:xnack", "gfx9", "GFX90A:xnack+", "gfx1100"]
+    assert project.compile_targets() == ["gfx90a:xnack+", "gfx1100"]
+    validate_params("compile-check", {"targets": project.compile_targets()})
+    project.target_gpus = ["gfx90a:xnack", "gfx9"]
+    assert project.compile_targets() == ["gfx942"]  # the compile check's own default
 
 
 def test_the_project_page_starts_each_porting_step_on_the_newest_source(user, team):
     from jobs.models import Job
+    from portal.models import SourceSnapshot
 
     project = make_project(team)
     project.target_gpus = ["MI250X"]
@@ -203,6 +229,10 @@ def test_the_project_page_starts_each_porting_step_on_the_newest_source(user, te
     assert "Add the code first" in page and 'data-step="hipify-scan"' not in page
     refused = client.post(url, {"kind": "hipify-scan"}, follow=True).content.decode()
     assert "Not submitted" in refused and "has no source code yet" in refused
+    # A clone still under way is no source to run on yet.
+    SourceSnapshot.objects.create(project=project, origin="git", name="https://example.com/r")
+    page = client.get(f"/projects/{project.pk}/").content.decode()
+    assert "No source is ready yet" in page and 'data-step="hipify-scan"' not in page
     source = _upload(project, user, CUDA)
     page = client.get(f"/projects/{project.pk}/").content.decode()
     assert 'data-step="compile-check">Compile check (gfx90a)' in page

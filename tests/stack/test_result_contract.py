@@ -1,10 +1,12 @@
 """result.json's schema and checks, exit codes, and event lines."""
 
 import copy
+import re
 
 import pytest
 
 from stack.contract import (
+    ARTIFACT_PATH_PATTERN,
     ERRORED,
     EXIT_ERRORED,
     EXIT_FAILED,
@@ -123,8 +125,19 @@ def test_validate_result_rejects_another_schema_version():
 )
 def test_validate_result_rejects_an_unsafe_artifact_path(path):
     document = result(artifacts=[{"path": path, "content_type": "text/plain", "description": ""}])
-    with pytest.raises(ContractError, match=r"^artifacts\[0\]\.path"):
+    with pytest.raises(ContractError, match=r"^artifacts\[0\]\.path") as caught:
         validate_result(document)
+    # The plain-words reason, not the schema's regular expression.
+    assert str(caught.value) == f"artifacts[0].path: {path!r} {artifact_path_problem(path)}"
+    assert "(?!" not in str(caught.value)
+
+
+def test_the_schema_pattern_rejects_what_the_plain_words_check_rejects():
+    """External validators only get the schema, so it must stay as strict."""
+    paths = ["../etc/passwd", "raw/../../x", "/etc/passwd", "result.json", "a//b", "./a", "C:/x"]
+    for path in [*paths, "a/", "a\\b", "probe/rocminfo.txt", "..hidden"]:
+        matches = re.fullmatch(ARTIFACT_PATH_PATTERN, path) is not None
+        assert matches == (artifact_path_problem(path) is None), path
 
 
 def test_validate_result_rejects_a_measurement_without_unit():
