@@ -43,7 +43,12 @@ sys.path.insert(0, str(REPO))
 
 from stack.hipify import fast, tables  # noqa: E402
 from stack.hipify.corpus import generate_corpus  # noqa: E402
-from stack.hipify.examine import run_examine, usable_cpus  # noqa: E402
+from stack.hipify.examine import (  # noqa: E402
+    examined_view,
+    run_examine,
+    tool_view,
+    usable_cpus,
+)
 from stack.hipify.scan import scan_tree  # noqa: E402
 
 
@@ -107,9 +112,6 @@ def sample_files(lines: dict[str, int], budget: int, seed: int) -> list[str]:
 
 def compare(root: Path, files: list[str], run: object, t: tables.Tables) -> list[str]:
     """Files whose fast findings differ from what hipify-perl printed."""
-    sys.path.insert(0, str(REPO / "tests/stack/hipify"))
-    from hipify_helpers import examined_view, tool_view
-
     bad = []
     for rel in files:
         mine = tool_view(fast.examine((root / rel).read_bytes(), t))

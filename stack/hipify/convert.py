@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stack.hipify.examine import batches_by_size, run_batches, usable_cpus
+from stack.hipify.examine import batches_by_size, run_batches, run_script, usable_cpus
 from stack.hipify.tables import find_hipify_perl
 
 STAGING = ".rocpath-hipify-staging"
@@ -31,7 +31,6 @@ STAGING = ".rocpath-hipify-staging"
 class ConvertRun:
     """What a conversion did."""
 
-    files: list[str]
     changed: list[str]
     calls: int
     stderr: str
@@ -52,10 +51,7 @@ def copy_tree(src: Path, dest: Path) -> None:
 
 
 def _run_inplace(script: str, names: Sequence[str], cwd: Path, timeout: float) -> tuple[int, str]:
-    from stack.hipify.examine import run_script
-
-    code, err, _ = run_script([script, "-inplace", "-quiet-warnings", *names], cwd, timeout)
-    return code, err
+    return run_script([script, "-inplace", "-quiet-warnings", *names], cwd, timeout)
 
 
 def hipify_tree(
@@ -67,8 +63,11 @@ def hipify_tree(
     jobs: int | None = None,
     timeout: float = 3600.0,
 ) -> ConvertRun:
-    """Copy ``src`` to ``dest`` and translate ``files`` (relative paths) there with hipify-perl.
+    """Copy ``src`` to ``dest`` and translate ``files`` there with hipify-perl.
 
+    ``files`` are relative paths of regular files of ``src`` (as collect_files
+    gives): the copy already holds them, so only the translated ones that
+    changed are written again, and a file the tool failed on stays as it was.
     Raises ToolMissing when hipify-perl is absent.
     """
     tool = find_hipify_perl(script)
@@ -92,18 +91,16 @@ def hipify_tree(
         safe for batch, (rc, _) in zip(batches, results, strict=True) if rc != 0 for safe in batch
     }
     for safe, rel in names.items():
-        out = staging / safe
         if safe in failed_batch or not (staging / f"{safe}.prehip").exists():
             failures.append(rel)
-            shutil.copyfile(src / rel, dest / rel)
             continue
-        data = out.read_bytes()
+        data = (staging / safe).read_bytes()
         if data != (src / rel).read_bytes():
             changed.append(rel)
-        (dest / rel).write_bytes(data)
+            (dest / rel).write_bytes(data)
     shutil.rmtree(staging)
     stderr = "".join(err for _, err in results)
-    return ConvertRun(sorted(files), sorted(changed), len(batches), stderr, sorted(failures))
+    return ConvertRun(sorted(changed), len(batches), stderr, sorted(failures))
 
 
 def _diff_lines(text: str) -> list[str]:

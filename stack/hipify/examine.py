@@ -21,23 +21,26 @@ Output is read as Latin-1, as the tool reads and writes bytes.
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import subprocess
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from stack.hipify.tables import PERL_DETERMINISTIC_ENV, find_hipify_perl
-from stack.tools import ToolTimeout
-
-UNCONVERTED = "unconverted"
+from stack.hipify.tables import CUDA_TOKEN, PERL_DETERMINISTIC_ENV, UNCONVERTED, find_hipify_perl
+from stack.tools import ToolError, ToolTimeout
 
 _STATS_HEADER = re.compile(r"^\[HIPIFY\] info: file '(.*)' statistics:$")
 _REF = re.compile(r"^  (.+?) => (.*): (\d+)$")
 _COUNT = re.compile(r"^  (CONVERTED refs count|TOTAL lines of code|WARNINGS): (\d+)$")
 
+# Worded alike by both releases.
+_DEVICE_FUNCTION_MESSAGE = (
+    re.compile(r'^unsupported device function "(?P<id>[^"]*)": (?P<src>.*)$', re.S),
+    "unsupported_device_function",
+)
 # Debian 6.0 wording: "  warning: FILE:LINE: <message>"
 _OLD_MESSAGES = [
     (re.compile(r'^unsupported identifier "(?P<id>[^"]*)"$'), "unsupported"),
@@ -45,10 +48,7 @@ _OLD_MESSAGES = [
     (re.compile(r'^deprecated identifier "(?P<id>[^"]*)" since (?P<since>.*)$'), "deprecated"),
     (re.compile(r'^removed identifier "(?P<id>[^"]*)" since (?P<since>.*)$'), "removed"),
     (re.compile(r'^experimental identifier "(?P<id>[^"]*)" in (?P<since>.*)$'), "experimental"),
-    (
-        re.compile(r'^unsupported device function "(?P<id>[^"]*)": (?P<src>.*)$', re.S),
-        "unsupported_device_function",
-    ),
+    _DEVICE_FUNCTION_MESSAGE,
 ]
 # HIP 6.3 wording: "  FILE:LINE: warning: <message>"
 _NEW_MESSAGES = [
@@ -59,12 +59,8 @@ _NEW_MESSAGES = [
         re.compile(r"^experimental ROCm HIP identifier: (?P<id>\S+) (?P<since>\S+)$"),
         "experimental",
     ),
-    (
-        re.compile(r'^unsupported device function "(?P<id>[^"]*)": (?P<src>.*)$', re.S),
-        "unsupported_device_function",
-    ),
+    _DEVICE_FUNCTION_MESSAGE,
 ]
-_CUDA_TOKEN = re.compile(r"(\bcuda[A-Z]\w+)", re.A)
 
 
 @dataclass
@@ -126,7 +122,7 @@ def parse_warning_line(line: str, known: set[str] | None = None) -> dict[str, An
         if m.group("hash"):
             if not m.group(0).endswith(" : "):
                 return None
-            token = _CUDA_TOKEN.search(message)
+            token = CUDA_TOKEN.search(message)
             return {
                 "file": path,
                 "line": line_no,
@@ -250,9 +246,6 @@ class ExamineRun:
 
     output: ExamineOutput
     calls: int
-    cpu_seconds: float
-    wall_seconds: float
-    returncodes: list[int]
     stderr: str
 
 
@@ -262,23 +255,21 @@ def _run_batch(
     cwd: str,
     timeout: float,
     quiet: bool,
-) -> tuple[int, str, float]:
+) -> tuple[int, str]:
     argv = [script, "-examine"] + (["-quiet-warnings"] if quiet else []) + list(paths)
     return run_script(argv, cwd, timeout)
 
 
-def run_script(
-    argv: Sequence[str], cwd: str | os.PathLike[str], timeout: float
-) -> tuple[int, str, float]:
-    """Run hipify-perl with a deterministic perl, stdout discarded.
+def run_script(argv: Sequence[str], cwd: str | os.PathLike[str], timeout: float) -> tuple[int, str]:
+    """Run hipify-perl with a deterministic perl, stdout discarded: (exit status, stderr).
 
-    Returns (exit status, stderr, CPU seconds of the child). Killed at ``timeout``
-    (ToolTimeout) or when the caller is interrupted; dies with its parent.
+    Not stack.tools.run_tool: that decodes as UTF-8 and keeps stdout, where the
+    tool's output must be read as Latin-1 (it reads and writes bytes). Killed at
+    ``timeout`` (ToolTimeout) or when the caller is interrupted; dies with its parent.
     """
     from stack.tools import _die_with_parent_preexec
 
     env = {**os.environ, **PERL_DETERMINISTIC_ENV}
-    started = os.times()
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -298,41 +289,40 @@ def run_script(
         proc.kill()
         proc.wait()
         raise
-    ended = os.times()
-    cpu = (
-        ended.children_user
-        + ended.children_system
-        - started.children_user
-        - started.children_system
-    )
-    return proc.returncode, err.decode("latin-1"), cpu
+    return proc.returncode, err.decode("latin-1")
+
+
+_T = TypeVar("_T")
+
+
+def balanced_groups(weighted: Iterable[tuple[int, _T]], n_groups: int) -> list[list[_T]]:
+    """Up to ``n_groups`` groups of (weight, item)s' items with similar total weights.
+
+    Greedy, heaviest first, each to the group lightest so far: the groups run in
+    parallel, so the heaviest one decides when all are done. Empty groups are
+    left out.
+    """
+    heap = [(0, i) for i in range(n_groups)]
+    groups: list[list[_T]] = [[] for _ in range(n_groups)]
+    for weight, item in sorted(weighted, key=lambda pair: -pair[0]):
+        load, i = heapq.heappop(heap)
+        groups[i].append(item)
+        heapq.heappush(heap, (load + weight, i))
+    return [g for g in groups if g]
 
 
 def batches_by_size(
     paths: Sequence[str], root: str, jobs: int, max_files: int = 256
 ) -> list[list[str]]:
-    """Split files into about ``jobs`` x k batches of similar total size, biggest first."""
+    """Split files into about ``jobs`` x k batches of similar total size (sorted paths)."""
     sizes = []
     for p in paths:
         try:
             sizes.append((os.path.getsize(os.path.join(root, p)), p))
         except OSError:
             sizes.append((0, p))
-    sizes.sort(reverse=True)
     n_batches = max(jobs, -(-len(paths) // max_files))
-    # greedy: each file to the currently lightest batch
-    import heapq
-
-    heap: list[tuple[int, int]] = [(0, i) for i in range(n_batches)]
-    batches: list[list[str]] = [[] for _ in range(n_batches)]
-    for size, p in sizes:
-        load, i = heapq.heappop(heap)
-        batches[i].append(p)
-        heapq.heappush(heap, (load + size, i))
-    return [sorted(b) for b in batches if b]
-
-
-_T = TypeVar("_T")
+    return [sorted(b) for b in balanced_groups(sizes, n_batches)]
 
 
 def run_batches(run: Callable[[list[str]], _T], batches: list[list[str]], jobs: int) -> list[_T]:
@@ -358,33 +348,64 @@ def run_examine(
     """``hipify-perl -examine`` over ``paths`` (relative to ``root``), batched and parallel.
 
     Raises ToolMissing when hipify-perl is absent, ToolTimeout when a batch
-    runs past ``timeout`` seconds.
+    runs past ``timeout`` seconds, and ToolError when one exits non-zero: the
+    tool dies at a file it cannot read, leaving the rest of its batch
+    unexamined, which would read as files with nothing to report.
     """
     tool = find_hipify_perl(script)
     jobs = jobs or usable_cpus()
-    started = time.monotonic()
     out = ExamineOutput()
-    for p in paths:
-        out.file(p)
     if not paths:
-        return ExamineRun(out, 0, 0.0, 0.0, [], "")
+        return ExamineRun(out, 0, "")
     batches = batches_by_size(paths, root, jobs, max_files)
     results = run_batches(
         lambda b: _run_batch(tool, b, root, timeout, quiet_warnings), batches, jobs
     )
     stderr_parts = []
-    cpu = 0.0
-    for batch, (_rc, err, batch_cpu) in zip(batches, results, strict=True):
+    for batch, (rc, err) in zip(batches, results, strict=True):
+        if rc != 0:
+            last = next((line for line in reversed(err.splitlines()) if line.strip()), "")
+            raise ToolError(
+                "hipify-perl",
+                f"hipify-perl -examine exited with status {rc} on a batch of {len(batch)} "
+                f"files: {last.strip()[:500]}",
+            )
+        # every path of the batch gets a record: one the tool was silent about is clean
         parsed = parse_examine_output(err, batch)
         out.files.update(parsed.files)
         out.unparsed.extend(parsed.unparsed)
         stderr_parts.append(err)
-        cpu += batch_cpu
-    return ExamineRun(
-        output=out,
-        calls=len(batches),
-        cpu_seconds=cpu,
-        wall_seconds=time.monotonic() - started,
-        returncodes=[r[0] for r in results],
-        stderr="".join(stderr_parts),
-    )
+    return ExamineRun(output=out, calls=len(batches), stderr="".join(stderr_parts))
+
+
+# --- comparing the engines ---------------------------------------------------------------
+# The tests and bench/hipify_scan.py hold the fast engine to the tool's output through these.
+
+
+def tool_view(f: dict[str, Any]) -> dict[str, Any]:
+    """The fast engine's findings as hipify-perl prints them (refs counted per target)."""
+    per_target: dict[str, int] = {}
+    for _cuda, hip, _type, n in f["refs"]:
+        per_target[hip] = per_target.get(hip, 0) + n
+    return {
+        "printed": f["printed"],
+        "loc": f["loc"] if f["printed"] else None,
+        "converted_refs": f["converted_refs"] if f["printed"] else None,
+        "warnings_count": f["warnings_count"] if f["printed"] else None,
+        "refs": sorted((c, h, per_target[h]) for c, h, _t, _n in f["refs"]),
+        "warnings": sorted((w[0], w[2], w[3], w[4] or "") for w in f["warnings"]),
+    }
+
+
+def examined_view(e: ExaminedFile) -> dict[str, Any]:
+    """What hipify-perl printed about a file, in tool_view's shape."""
+    return {
+        "printed": e.printed,
+        "loc": e.loc,
+        "converted_refs": e.converted_refs,
+        "warnings_count": e.warnings_count,
+        "refs": sorted(e.refs),
+        "warnings": sorted(
+            (w["line"], w["identifier"], w["kind"], w["since"] or "") for w in e.warnings
+        ),
+    }

@@ -30,19 +30,17 @@ from __future__ import annotations
 import heapq
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from typing import Any
 
 from stack.hipify.lexer import SourceMap, line_bounds, line_starts
 from stack.hipify.lexer import is_word_char as _is_word_char
-from stack.hipify.tables import Check, Tables
+from stack.hipify.tables import CUDA_TOKEN, UNCONVERTED, Check, Tables
 
 ENGINE_VERSION = 1
 
 _WORD = re.compile(r"\w+", re.A)
-_CUDA_TOKEN = re.compile(r"(\bcuda[A-Z]\w+)", re.A)
 _CUDA_TOKEN_QUICK = re.compile(r"\bcuda[A-Z]\w", re.A)
-
-UNCONVERTED = "unconverted"
 
 
 class _Index:
@@ -192,8 +190,9 @@ _INDEXES: dict[int, _Index] = {}
 
 def index_for(tables: Tables) -> _Index:
     """The lookup structures for these tables, built once per process."""
+    # Keyed by id: the index holds its tables, so no other Tables can get that id.
     idx = _INDEXES.get(id(tables))
-    if idx is None or idx.tables is not tables:
+    if idx is None:
         idx = _INDEXES[id(tables)] = _Index(tables)
     return idx
 
@@ -202,13 +201,11 @@ def index_for(tables: Tables) -> _Index:
 _CALL_TAIL = re.compile(r"\s*\(\s*.*\s*\)", re.A)
 
 
-def _search_call(text: str, name: str, pos: int) -> tuple[int, int] | None:
-    """``m/\\b(NAME)\\b\\s*\\(\\s*.*\\s*\\)/g`` from ``pos``: (start of NAME, end).
+def _whole_words(text: str, name: str, pos: int = 0) -> Iterator[int]:
+    """Where ``\\bNAME\\b`` matches from ``pos``, NAME being all word characters.
 
-    NAME is a literal word, so a match is an occurrence of it with non-word
-    characters (or the ends) around it, followed by the call tail; the first
-    such occurrence is the leftmost match, and the tail's greedy match is the
-    regex's.
+    ``str.find`` and a look at the characters around each hit: far faster than
+    the regex, of which a file may need thousands.
     """
     find = text.find
     size = len(name)
@@ -219,10 +216,22 @@ def _search_call(text: str, name: str, pos: int) -> tuple[int, int] | None:
         if (i == 0 or not _is_word_char(text[i - 1])) and (
             end == n or not _is_word_char(text[end])
         ):
-            m = _CALL_TAIL.match(text, end)
-            if m is not None:
-                return i, m.end()
+            yield i
         i = find(name, i + 1)
+
+
+def _search_call(text: str, name: str, pos: int) -> tuple[int, int] | None:
+    """``m/\\b(NAME)\\b\\s*\\(\\s*.*\\s*\\)/g`` from ``pos``: (start of NAME, end).
+
+    NAME is a literal word, so a match is a whole-word occurrence of it followed
+    by the call tail; the first such occurrence is the leftmost match, and the
+    tail's greedy match is the regex's.
+    """
+    size = len(name)
+    for i in _whole_words(text, name, pos):
+        m = _CALL_TAIL.match(text, i + size)
+        if m is not None:
+            return i, m.end()
     return None
 
 
@@ -255,8 +264,13 @@ def _device_check(name: str, text: str, pos: int) -> tuple[bool, int, int]:
     return (ns_end is None), found[1], found[0]
 
 
-def _table_warnings(idx: _Index, text: str, words: set[str]) -> list[tuple[int, int, Check]]:
-    """Pass 1: (line number, column, check) in the order hipify-perl prints them."""
+def _table_warnings(
+    idx: _Index, text: str, words: set[str]
+) -> tuple[list[tuple[int, int, Check]], list[int]]:
+    """Pass 1: (line number, column, check) in the order hipify-perl prints them.
+
+    Also the text's line starts, for examine to reuse; empty when not needed.
+    """
     hit_names: set[str] = set()
     hits_in_word = idx.hits_in_word
     for word in words:
@@ -264,7 +278,7 @@ def _table_warnings(idx: _Index, text: str, words: set[str]) -> list[tuple[int, 
         if hit:
             hit_names.update(hit)
     if not hit_names:
-        return []
+        return [], []
     starts = line_starts(text)
     by_line: dict[int, set[str]] = {}
     find = text.find
@@ -298,7 +312,7 @@ def _table_warnings(idx: _Index, text: str, words: set[str]) -> list[tuple[int, 
                     out.append((line_no, col, check))
                 else:
                     pos = 0
-    return out
+    return out, starts
 
 
 def _apply_plain_batch(idx: _Index, text: str, batch: list[int], counts: dict[int, int]) -> str:
@@ -309,25 +323,15 @@ def _apply_plain_batch(idx: _Index, text: str, batch: list[int], counts: dict[in
     same as applying them one after the other.
     """
     substs = idx.tables.substs
-    find = text.find
-    n = len(text)
     edits: list[tuple[int, int, str]] = []
     for i in batch:
         name = substs[i].cuda
         hip = substs[i].hip
         size = len(name)
-        c = 0
-        j = find(name)
-        while j >= 0:
-            end = j + size
-            if (j == 0 or not _is_word_char(text[j - 1])) and (
-                end == n or not _is_word_char(text[end])
-            ):
-                edits.append((j, end, hip))
-                c += 1
-            j = find(name, j + 1)
-        if c:
-            counts[i] = c
+        before = len(edits)
+        edits.extend((j, j + size, hip) for j in _whole_words(text, name))
+        if len(edits) > before:
+            counts[i] = len(edits) - before
     if not edits:
         return text
     edits.sort()
@@ -419,10 +423,13 @@ def _count_device_functions(idx: _Index, text: str, words: set[str]) -> int:
     return k
 
 
-def _unconverted_warnings(idx: _Index, text: str) -> list[tuple[int, int, str, str]]:
-    """Pass 2: (line, column, cuda token, printed line) for cudaX left after translation."""
+def _unconverted_warnings(idx: _Index, text: str) -> tuple[list[tuple[int, int, str]], list[int]]:
+    """Pass 2: (line, column, cuda token) for cudaX left after translation.
+
+    Also the text's line starts, for examine to reuse; empty when not needed.
+    """
     if not _CUDA_TOKEN_QUICK.search(text):
-        return []
+        return [], []
     starts = line_starts(text)
     line_numbers = sorted(
         {bisect_right(starts, m.start()) for m in _CUDA_TOKEN_QUICK.finditer(text)}
@@ -434,10 +441,10 @@ def _unconverted_warnings(idx: _Index, text: str) -> list[tuple[int, int, str, s
         for word in idx.whitelist:
             if word in line:
                 line = idx.rx(rf"\b{re.escape(word)}\b").sub("ZAP", line)
-        m = _CUDA_TOKEN.search(line)
+        m = CUDA_TOKEN.search(line)
         if m:
-            out.append((line_no, m.start(1), m.group(1), line))
-    return out
+            out.append((line_no, m.start(1), m.group(1)))
+    return out, starts
 
 
 def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, Any]:
@@ -457,11 +464,11 @@ def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, 
     idx = index_for(tables)
     text = data.decode("latin-1")
     words = set(_WORD.findall(text))
-    table_hits = _table_warnings(idx, text, words) if warnings else []
+    table_hits, starts = _table_warnings(idx, text, words) if warnings else ([], [])
     has_device_code = ("__global__" in text) + ("__shared__" in text)
     converted, counts = _convert(idx, text, words)
     converted = _apply_transforms(idx, idx.cub, converted)
-    unconverted = _unconverted_warnings(idx, converted) if warnings else []
+    unconverted, converted_starts = _unconverted_warnings(idx, converted) if warnings else ([], [])
     # $hasDeviceCode = keywords + substitutions of type device_function (none in 6.0)
     has_device_code += sum(
         n for i, n in counts.items() if tables.substs[i].type == "device_function"
@@ -481,32 +488,28 @@ def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, 
     loc = final.count("\n")
 
     found: list[list[Any]] = []
-    smap: SourceMap | None = None
-    starts: list[int] = []
     if table_hits or unconverted:
         smap = SourceMap(text)
-        starts = line_starts(text)
-    for line_no, col, check in table_hits:
-        context = smap.context(starts[line_no - 1] + col, len(check.name))  # type: ignore[union-attr]
-        found.append([line_no, col, check.name, check.kind, check.since, context])
-    if unconverted:
+        if not starts:
+            starts = line_starts(text)
+        for line_no, col, check in table_hits:
+            context = smap.context(starts[line_no - 1] + col, len(check.name))
+            found.append([line_no, col, check.name, check.kind, check.since, context])
         # Reported where the token is in the original file (the same line: substitutions
         # never add or remove newlines before this pass, except a rare multi-line
         # "using namespace cub"); else where it is in the translated line.
-        smap2: SourceMap | None = None
-        starts2: list[int] = []
-        for line_no, col, token, _line in unconverted:
+        converted_map: SourceMap | None = None
+        for line_no, col, token in unconverted:
             original_col = -1
             if line_no <= len(starts):
                 original_col = text.find(token, *line_bounds(starts, line_no, len(text)))
             if original_col >= 0:
-                context = smap.context(original_col, len(token))  # type: ignore[union-attr]
+                context = smap.context(original_col, len(token))
                 col = original_col - starts[line_no - 1]
             else:
-                if smap2 is None:
-                    smap2 = SourceMap(converted)
-                    starts2 = line_starts(converted)
-                context = smap2.context(starts2[line_no - 1] + col, len(token))
+                if converted_map is None:
+                    converted_map = SourceMap(converted)
+                context = converted_map.context(converted_starts[line_no - 1] + col, len(token))
             found.append([line_no, col, token, UNCONVERTED, None, context])
 
     substs = tables.substs

@@ -19,9 +19,14 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_report(result: Any, summary: dict[str, Any]) -> str:
-    """The report of a ScanResult and its summary (scan.summarize plus the kind's additions)."""
+def markdown_report(result: Any) -> str:
+    """The report of a ScanResult, from what the scan summed (Totals.summary).
+
+    Not from a kind's summary: what a kind adds (engine, timings, ...) is not
+    report material, and any caller of scan_tree can then render one.
+    """
     tool = result.tables.describe()
+    summary = result.summary
     totals = summary["totals"]
     effort = summary["effort"]
     lines = [

@@ -170,20 +170,6 @@ def _examine_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, dict[str, An
     return out
 
 
-def _balanced_chunks(
-    items: list[tuple[str, str, int]], n_chunks: int
-) -> list[list[tuple[str, str]]]:
-    import heapq
-
-    heap = [(0, i) for i in range(n_chunks)]
-    chunks: list[list[tuple[str, str]]] = [[] for _ in range(n_chunks)]
-    for rel, sha, size in sorted(items, key=lambda x: -x[2]):
-        load, i = heapq.heappop(heap)
-        chunks[i].append((rel, sha))
-        heapq.heappush(heap, (load + size + 2048, i))
-    return [c for c in chunks if c]
-
-
 def examine_fast(
     root: str,
     items: list[tuple[str, str, int]],
@@ -207,11 +193,15 @@ def examine_fast(
         return results
     import multiprocessing
 
+    from stack.hipify.examine import balanced_groups
     from stack.hipify.fast import index_for
     from stack.tools import _die_with_parent_preexec
 
     index_for(tables)  # build the lookup structures once, before the fork, for every worker
-    chunks = _balanced_chunks(items, min(len(items), jobs * 8))
+    # a file costs its bytes plus about 2 KiB's worth of fixed work
+    chunks = balanced_groups(
+        ((size + 2048, (rel, sha)) for rel, sha, size in items), min(len(items), jobs * 8)
+    )
     sizes = {rel: size for rel, _, size in items}
     context = multiprocessing.get_context("fork")
     with context.Pool(
@@ -253,7 +243,7 @@ def examine_with_hipify_perl(
         data = read_file(root, rel)
         results[sha] = findings_from_examined(run.output.files[rel], data, types)
     if progress is not None:
-        progress(1.0, f"hipify-perl: {run.calls} calls, {run.cpu_seconds:.1f} CPU-s")
+        progress(1.0, f"hipify-perl: {run.calls} calls")
     return results
 
 
@@ -305,7 +295,6 @@ def findings_from_examined(examined: Any, data: bytes, types: dict[str, str]) ->
 class ScanResult:
     """A scanned tree: per-file records (as JSON text), the summary, and how it went."""
 
-    root: str
     engine: str
     tables: Tables
     files: list[tuple[str, str, bool]]  # (path, sha256, has device code)
@@ -316,7 +305,6 @@ class ScanResult:
     examined: int
     cached: int
     duplicates: int
-    seconds: float
     timings: dict[str, float] = field(default_factory=dict)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -489,7 +477,6 @@ def scan_tree(
         summary["skipped_names"] = skipped[:100]
     timings["summary_s"] = time.monotonic() - t0
     return ScanResult(
-        root=root,
         engine=engine,
         tables=tables,
         files=[(rel, sha, dev) for rel, sha, _, dev in hashed],
@@ -500,7 +487,6 @@ def scan_tree(
         examined=len(todo),
         cached=cached,
         duplicates=duplicates,
-        seconds=time.monotonic() - started,
         timings=timings,
     )
 
@@ -515,64 +501,78 @@ def _sum_up(
     """The totals of the scanned files, and how they were reached.
 
     With a cache holding an earlier scan of the same selection, its totals are
-    updated with the files that changed ("updated", or "unchanged"): a re-scan
-    then loads only those files' aggregates, and those of the few files that
-    list an API's places anew (:meth:`Totals.refill`). Otherwise, or when so
-    many changed that summing is as cheap, or when an aggregate the update
-    needs is not in the cache, every file is summed ("summed").
-    ``aggregates`` holds the freshly examined files' and receives what is loaded;
-    ``cores`` are the scanned files' records.
+    updated with the files that changed ("updated", or "unchanged"):
+    :func:`_update`. Otherwise, or when that cannot be done, every file is
+    summed ("summed"). ``aggregates`` holds the freshly examined files' and
+    receives what is loaded; ``cores`` are the scanned files' records.
     """
     current = {rel: (sha, dev) for rel, sha, _, dev in hashed}
     blob = cache.totals_state(selection) if cache is not None else None
     if blob is not None:
-        try:
-            totals = Totals.loads(blob)
-        except ValueError:
-            totals = None  # a damaged or older state: sum instead
-        if totals is not None:
-            known = totals.files
-            gone = [p for p, (sha, _, _) in known.items() if current.get(p, ("",))[0] != sha]
-            new = [p for p, (sha, _) in current.items() if p not in known or known[p][0] != sha]
-            if not gone and not new:
-                return totals, "unchanged"
-            if len(gone) + len(new) <= max(16, len(current) // 4):
-                old_shas = {p: known[p][0] for p in gone}
-                _load_aggregates(
-                    aggregates, [*old_shas.values(), *(current[p][0] for p in new)], cache, cores
-                )
-
-                def load(paths: list[str]) -> dict[str, dict[str, Any]]:
-                    shas = [current[p][0] for p in paths]
-                    _load_aggregates(aggregates, shas, cache, cores)
-                    return {p: aggregates[sha] for p, sha in zip(paths, shas, strict=True)}
-
-                try:
-                    for p in gone:
-                        totals.remove(p, aggregates[old_shas[p]])
-                    for p in new:
-                        sha, dev = current[p]
-                        totals.add(p, sha, dev, aggregates[sha])
-                    totals.refill(load)
-                    return totals, "updated"
-                except KeyError:
-                    pass  # a gone file's aggregate the cache no longer holds: sum instead
+        updated = _update(blob, current, aggregates, cores, cache)
+        if updated is not None:
+            return updated
     _load_aggregates(aggregates, [sha for sha, _ in current.values()], cache, cores)
     return Totals.build(
         (rel, sha, dev, aggregates[sha]) for rel, (sha, dev) in current.items()
     ), "summed"
 
 
+def _update(
+    blob: bytes,
+    current: dict[str, tuple[str, bool]],
+    aggregates: dict[str, dict[str, Any]],
+    cores: dict[str, str],
+    cache: Any,
+) -> tuple[Totals, str] | None:
+    """The stored totals ``blob`` brought up to ``current``; None: sum instead.
+
+    Loads only the changed files' aggregates, and those of the few files that
+    list an API's places anew (:meth:`Totals.refill`). None when the state is
+    damaged or of another version, when so many files changed that summing is
+    as cheap, or when an aggregate the update needs is not in the cache.
+    """
+    try:
+        totals = Totals.loads(blob)
+    except ValueError:
+        return None
+    known = totals.files
+    gone = [p for p, (sha, _, _) in known.items() if current.get(p, ("",))[0] != sha]
+    new = [p for p, (sha, _) in current.items() if p not in known or known[p][0] != sha]
+    if not gone and not new:
+        return totals, "unchanged"
+    if len(gone) + len(new) > max(16, len(current) // 4):
+        return None
+    old_shas = {p: known[p][0] for p in gone}
+    _load_aggregates(aggregates, [*old_shas.values(), *(current[p][0] for p in new)], cache, cores)
+
+    def load(paths: list[str]) -> dict[str, dict[str, Any]]:
+        shas = [current[p][0] for p in paths]
+        _load_aggregates(aggregates, shas, cache, cores)
+        return {p: aggregates[sha] for p, sha in zip(paths, shas, strict=True)}
+
+    try:
+        for p in gone:
+            totals.remove(p, aggregates[old_shas[p]])
+        for p in new:
+            sha, dev = current[p]
+            totals.add(p, sha, dev, aggregates[sha])
+        totals.refill(load)
+    except KeyError:
+        return None  # a gone file's aggregate the cache no longer holds
+    return totals, "updated"
+
+
 def _load_aggregates(
     aggregates: dict[str, dict[str, Any]],
     shas: list[str],
     cache: Any,
-    cores: dict[str, str] | None = None,
+    cores: dict[str, str],
 ) -> None:
     """Load the aggregates of ``shas`` into ``aggregates``.
 
     One the cache no longer holds (another scan of the project pruned it since this
-    one read its record) is derived from the record text in ``cores`` when given.
+    one read its record) is derived from the record text in ``cores``.
     """
     import json
     import marshal
@@ -583,10 +583,9 @@ def _load_aggregates(
             # marshal, not pickle: it builds plain data and runs nothing; the cache
             # holds only what scans wrote (and a bad entry fails loudly)
             aggregates[sha] = marshal.loads(blob)  # noqa: S302
-    if cores is not None:
-        for sha in missing:
-            if sha not in aggregates and sha in cores:
-                aggregates[sha] = aggregate(json.loads(cores[sha]))
+    for sha in missing:
+        if sha not in aggregates and sha in cores:
+            aggregates[sha] = aggregate(json.loads(cores[sha]))
 
 
 # A cache may hold this many findings per file its states name, plus the slack,
@@ -598,7 +597,8 @@ PRUNE_SLACK = 1000
 
 def _prune(cache: Any, files: int) -> None:
     """Drop findings no scan state names, once there are many more than the states name."""
-    if cache.count() <= PRUNE_FACTOR * files + PRUNE_SLACK:
+    count = cache.count()
+    if count <= PRUNE_FACTOR * files + PRUNE_SLACK:
         return
     keep: set[str] = set()
     for blob in cache.totals_states():
@@ -606,5 +606,5 @@ def _prune(cache: Any, files: int) -> None:
             keep.update(sha for sha, _, _ in Totals.loads(blob).files.values())
         except ValueError:
             continue  # a damaged state names nothing
-    if len(keep) * PRUNE_FACTOR + PRUNE_SLACK < cache.count():
+    if len(keep) * PRUNE_FACTOR + PRUNE_SLACK < count:
         cache.prune(keep)

@@ -15,10 +15,14 @@ _GLOBS = {
     "default": [],
 }
 
+# A path inside the tree: not absolute, no ".." part, and no newline (``.`` stops
+# at one, which would let a ".." after it past the look-ahead).
+_RELATIVE_PATH = r"^(?!/)(?!.*(^|/)\.\.(/|$)).*$"
+
 _PATH = {
     "type": "string",
     "maxLength": 500,
-    "pattern": r"^(?!/)(?!.*(^|/)\.\.(/|$)).*$",
+    "pattern": _RELATIVE_PATH,
     "default": "",
     "description": "A folder inside the source tree to work on (relative; empty: the whole tree).",
 }
@@ -101,7 +105,7 @@ COMPILE_CHECK_PARAMS: dict[str, Any] = {
         },
         "include_dirs": {
             "type": "array",
-            "items": {"type": "string", "maxLength": 500, "pattern": r"^(?!/)(?!.*(^|/)\.\.(/|$))"},
+            "items": {"type": "string", "maxLength": 500, "pattern": _RELATIVE_PATH},
             "maxItems": 100,
             "default": [],
             "description": "Folders of the tree to pass as -I (the tree's root always is).",

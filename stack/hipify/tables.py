@@ -52,6 +52,9 @@ TABLES_FORMAT = 3
 # hash seed and no key-order perturbation, so that %deprecated_funcs & co. are
 # walked in one reproducible order.
 PERL_DETERMINISTIC_ENV = {"PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
+# Tables.hash_order of what this reader extracts; part of Tables.key, so it must not
+# change wording while the setting stays: "perl PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0".
+HASH_ORDER = " ".join(["perl", *(f"{k}={v}" for k, v in PERL_DETERMINISTIC_ENV.items())])
 
 # The kinds of warning, from the sub that prints them.
 KIND_BY_SUB = {
@@ -63,11 +66,15 @@ KIND_BY_SUB = {
     "warnRocOnlyUnsupportedFunctions": "unsupported",
     "warnUnsupportedDeviceFunctions": "unsupported_device_function",
 }
+# The kind of the "cudaX left after translation" warning, which no warn... sub prints.
+UNCONVERTED = "unconverted"
 
 _PLAIN_CHECK_MATCH = "m/($func)/g"
 _DEVICE_NS_MATCH = r"m/(\w+)::($func)\s*\(\s*.*\s*\)/g"
 _DEVICE_MATCH = r"m/\b($func)\b\s*\(\s*.*\s*\)/g"
 _UNCONVERTED_MATCH = r"(/(\bcuda[A-Z]\w+)/)"
+# The cudaX token of the unconverted pass: _UNCONVERTED_MATCH's regex, for Python.
+CUDA_TOKEN = re.compile(r"(\bcuda[A-Z]\w+)", re.A)
 _SUBST_CALL = re.compile(r'^\s*subst\("', re.M)
 _S_OP = re.compile(r"s/((?:[^/\\\n]|\\.)*)/((?:[^/\\\n]|\\.)*)/g")
 
@@ -114,7 +121,7 @@ class Tables:
     hip_version: str
     perl: str
     perl_version: str
-    hash_order: str  # "perl PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0"
+    hash_order: str  # HASH_ORDER: the perl setting that ordered the hash-backed checks
     wording: str  # "hip-6.0" (Debian 6.0.x) or "hip-6.3" (newer) warning lines
     substs: list[Subst]
     checks: list[Check]
@@ -591,7 +598,7 @@ def extract_tables(script: str, *, perl: str | None = None, sha256: str | None =
         hip_version=hip_version,
         perl=perl,
         perl_version=perl_version,
-        hash_order="perl PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0",
+        hash_order=HASH_ORDER,
         wording=wording,
         substs=substs,
         checks=checks,

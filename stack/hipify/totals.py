@@ -37,7 +37,7 @@ WARNING_KINDS = (
 )
 # Bump when record_core / aggregate change shape: it is part of the cache key.
 RECORD_VERSION = 2
-# Bump when the Totals state changes shape: it is part of the state's key.
+# Bump when the Totals state changes shape: Totals.loads refuses other versions.
 STATE_VERSION = 1
 MAX_LOCATIONS = 10  # places listed per top API
 MAX_FILE_LOCATIONS = 3  # places one file contributes to that list
@@ -100,10 +100,6 @@ def record_core(findings: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-MAX_LOCATIONS = 10  # places listed per top API
-MAX_FILE_LOCATIONS = 3  # places one file contributes to that list
-
-
 def aggregate(core: dict[str, Any]) -> dict[str, Any]:
     """What one file adds to the summary (small: counts, not the warnings themselves)."""
     families: dict[str, dict[str, int]] = {}
@@ -149,7 +145,8 @@ _ROW_KEYS = (
     "counts",
 )
 
-# Row fields summed as they are into the totals ("warnings_count" becomes "warnings").
+# Row fields summed as they are into the totals, in the summary's order
+# ("warnings_count" becomes "warnings").
 _SUMMED = ("lines", "bytes", "converted_refs", "cuda_refs", "identity_refs")
 
 # An API's entry in Totals.apis, by index.
@@ -304,9 +301,7 @@ class Totals:
             "files": len(self.files),
             "files_with_findings": sums["files_with_findings"],
             "files_with_device_code": sums["files_with_device_code"],
-            **{name: sums[name] for name in ("lines", "bytes", "converted_refs")},
-            "cuda_refs": sums["cuda_refs"],
-            "identity_refs": sums["identity_refs"],
+            **{name: sums[name] for name in _SUMMED},
             "device_function_refs": None
             if sums["device_refs_unknown"]
             else sums["device_function_refs"],

@@ -76,7 +76,14 @@ def _prepare_tree(params: dict[str, Any], ctx: RunContext, tmp: Path) -> tuple[P
     files = collect_files(root)
     dest = tmp / "hipified"
     if files:
-        hipify_tree(root, dest, files, jobs=params.get("jobs") or None)
+        conversion = hipify_tree(root, dest, files, jobs=params.get("jobs") or None)
+        if conversion.failures:
+            # they are compiled as CUDA: unsaid, their errors would pass for porting work
+            ctx.emit.log(
+                f"hipify-perl did not translate {len(conversion.failures)} files, compiled "
+                "untranslated: " + ", ".join(conversion.failures[:20]),
+                level="warning",
+            )
     else:
         copy_tree(root, dest)
     return dest, "src (translated by hipify-perl here)"

@@ -7,6 +7,7 @@ starts porting from.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,26 @@ from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing
 
 
+def _describe_tool() -> dict[str, Any]:
+    """The summary's "tool": the tables' description, else the script's path and sha256.
+
+    The translation itself needs no tables, so a script whose tables this reader
+    cannot extract must not fail it; the project's cache spares the extraction
+    when a scan already paid for it.
+    """
+    from stack.hipify.tables import TablesError, file_sha256, find_hipify_perl, load_tables
+
+    try:
+        return load_tables(cache_dir=os.environ.get("ROCPATH_CACHE_DIR") or None).describe()
+    except TablesError:
+        script = find_hipify_perl()
+        return {"script": script, "sha256": file_sha256(script)}
+
+
 def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     """Translate WORK/src; artifacts hipified.tar.gz and hipify.diff."""
     from stack.hipify.convert import diff_stats, hipify_tree, tar_tree, unified_diff
     from stack.hipify.scan import collect_files
-    from stack.hipify.tables import load_tables
     from stack.kinds.hipify_scan import source_root
 
     try:
@@ -31,7 +47,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     files = collect_files(root, params.get("include", []), params.get("exclude", []))
     ctx.emit.progress(5, f"translating {len(files)} files with hipify-perl")
     try:
-        tables = load_tables()
+        tool = _describe_tool()
         with tempfile.TemporaryDirectory(prefix="rocpath-hipify-") as tmp:
             dest = Path(tmp) / "tree"
             conversion = hipify_tree(root, dest, files, jobs=params.get("jobs") or None)
@@ -68,7 +84,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             )
         )
     summary = {
-        "tool": tables.describe(),
+        "tool": tool,
         "files": len(files),
         "files_changed": len(conversion.changed),
         "files_unchanged": len(files) - len(conversion.changed) - len(conversion.failures),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stack.runtime import Measurement, RunContext, RunResult
-from stack.tools import ToolMissing
+from stack.tools import ToolError, ToolMissing
 
 SOURCE_DIR = "src"
 # hipify/files.json: findings.json's per-file counts without refs and warnings, a
@@ -113,6 +113,8 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
         )
     except ToolMissing as exc:
         return RunResult(status="errored", error=str(exc))
+    except ToolError as exc:
+        return RunResult(status="errored", error=f"{type(exc).__name__}: {exc}")
     ctx.emit.progress(92, "writing findings and report")
     source = {
         "path": params.get("path", ""),
@@ -146,7 +148,7 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
         ),
         ctx.write_artifact(
             "hipify/report.md",
-            markdown_report(result, summary),
+            markdown_report(result),
             "text/markdown; charset=utf-8",
             "the porting assessment as Markdown",
         ),

@@ -1,4 +1,4 @@
-"""Helpers for the HIPIFY tests: CUDA sources the tests write, and engine comparisons.
+"""Helpers for the HIPIFY tests: CUDA sources the tests write, and which tools they need.
 
 A module with a name of its own (test folders are not packages here).
 """
@@ -6,11 +6,9 @@ A module with a name of its own (test folders are not packages here).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from stack.hipify.examine import ExaminedFile
 from stack.tools import which
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -86,32 +84,3 @@ texture<float, 2> tex; cudaBindTexture(0, tex, p, n);
 cusparseScsrmv(h, op, m, n, nnz, &a, d, v, r, c, x, &b, y);
 int v = ::umin(a, b) + std::umin(a, b) + umin(c, d);
 """
-
-
-def tool_view(f: dict[str, Any]) -> dict[str, Any]:
-    """The fast engine's findings as hipify-perl prints them (refs counted per target)."""
-    per_target: dict[str, int] = {}
-    for _cuda, hip, _type, n in f["refs"]:
-        per_target[hip] = per_target.get(hip, 0) + n
-    return {
-        "printed": f["printed"],
-        "loc": f["loc"] if f["printed"] else None,
-        "converted_refs": f["converted_refs"] if f["printed"] else None,
-        "warnings_count": f["warnings_count"] if f["printed"] else None,
-        "refs": sorted((c, h, per_target[h]) for c, h, _t, _n in f["refs"]),
-        "warnings": sorted((w[0], w[2], w[3], w[4] or "") for w in f["warnings"]),
-    }
-
-
-def examined_view(e: ExaminedFile) -> dict[str, Any]:
-    """What hipify-perl printed about a file, in tool_view's shape."""
-    return {
-        "printed": e.printed,
-        "loc": e.loc,
-        "converted_refs": e.converted_refs,
-        "warnings_count": e.warnings_count,
-        "refs": sorted(e.refs),
-        "warnings": sorted(
-            (w["line"], w["identifier"], w["kind"], w["since"] or "") for w in e.warnings
-        ),
-    }

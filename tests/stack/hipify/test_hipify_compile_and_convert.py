@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 import tarfile
 from pathlib import Path
 
@@ -110,7 +111,8 @@ def test_a_hipified_tarball_with_links_or_escaping_paths_is_refused(tmp_path):
     (tmp_path / "link.tar.gz").write_bytes(buffer.getvalue())
     with pytest.raises(ValueError, match="not a regular file"):
         extract_tar_safely(tmp_path / "link.tar.gz", tmp_path / "y")
-    assert not (tmp_path.parent / "evil.cu").exists()
+    # where x/hipified/../../evil.cu would have landed
+    assert not (tmp_path / "evil.cu").exists()
 
 
 def test_the_tarball_is_reproducible(tmp_path):
@@ -148,6 +150,22 @@ def test_convert_gives_the_hipified_tree_and_a_diff_and_survives_hostile_file_na
     assert "\n+  hipMalloc(&d_x, n * sizeof(float));\n" in diff
     assert diff.startswith("diff --git a/k/sample.cu b/k/sample.cu\n--- a/k/sample.cu\n")
     assert not list(tmp_path.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+@needs_hipify_perl
+def test_convert_does_not_need_tables_this_reader_can_extract(tmp_path, monkeypatch):
+    from stack.hipify import tables
+
+    def unreadable(*args, **kwargs):
+        raise tables.TablesError("a layout this reader does not know")
+
+    monkeypatch.setattr(tables, "load_tables", unreadable)
+    (tmp_path / "work/src").mkdir(parents=True)
+    (tmp_path / "work/src/a.cu").write_text("cudaFree(p);\n")
+    result, document = _run("hipify-convert", {}, tmp_path / "work", tmp_path / "out")
+    assert document["status"] == "succeeded", document["error"]
+    script = tables.find_hipify_perl()
+    assert result.summary["tool"] == {"script": script, "sha256": tables.file_sha256(script)}
 
 
 @needs_hipify_perl
@@ -190,4 +208,48 @@ def test_compile_check_without_hipcc_errors_naming_the_tool(tmp_path, monkeypatc
     (tmp_path / "work/src").mkdir(parents=True)
     _, document = _run("compile-check", {}, tmp_path / "work", tmp_path / "out")
     assert document["status"] == "errored"
-    assert document["error"].startswith("hipcc not found") and "hipcc" in document["error"]
+    assert document["error"].startswith("hipcc not found")
+
+
+def test_an_include_dir_may_not_leave_the_tree_even_after_a_newline():
+    for bad in ("../x", "/usr/include", "inc/../..", "x\n../../etc"):
+        with pytest.raises(Exception, match="include_dirs"):
+            validate_params("compile-check", {"include_dirs": [bad]})
+    assert validate_params("compile-check", {"include_dirs": ["inc"]})["include_dirs"] == ["inc"]
+
+
+def test_files_the_tool_failed_on_keep_their_original_text_in_the_tree(tmp_path, monkeypatch):
+    from stack.hipify import convert
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.cu").write_text("cudaFree(p);\n")
+    (src / "b.cu").write_text("int b;\n")
+    # a batch exiting non-zero: none of its files is trusted, whatever it left behind
+    monkeypatch.setattr(convert, "_run_inplace", lambda *args: (2, "error: boom\n"))
+    conversion = convert.hipify_tree(
+        src, tmp_path / "dest", ["a.cu", "b.cu"], script=sys.executable
+    )
+    assert (conversion.failures, conversion.changed) == (["a.cu", "b.cu"], [])
+    assert (tmp_path / "dest/a.cu").read_text() == "cudaFree(p);\n"
+    assert not (tmp_path / "dest" / convert.STAGING).exists()
+
+
+def test_compile_check_says_which_files_it_compiles_untranslated(tmp_path, monkeypatch):
+    from stack.hipify import convert
+    from stack.kinds.compile_check import _prepare_tree
+
+    (tmp_path / "work/src").mkdir(parents=True)
+    (tmp_path / "work/src/a.cu").write_text("cudaFree(p);\n")
+
+    def failing(src, dest, files, **kwargs):
+        convert.copy_tree(src, dest)
+        return convert.ConvertRun([], 1, "", list(files))
+
+    monkeypatch.setattr(convert, "hipify_tree", failing)
+    captured = Captured()
+    ctx = RunContext(out=tmp_path / "out", emit=captured.emitter, work=tmp_path / "work")
+    tree, _origin = _prepare_tree({}, ctx, tmp_path)
+    assert (tree / "a.cu").is_file()
+    (warning,) = [e for e in captured.events if e.get("level") == "warning"]
+    assert "a.cu" in warning["message"] and "untranslated" in warning["message"]

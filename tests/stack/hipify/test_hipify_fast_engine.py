@@ -7,17 +7,10 @@ import random
 from pathlib import Path
 
 import pytest
-from hipify_helpers import (
-    SAMPLE_CU,
-    SAMPLE_GL_H,
-    SAMPLE_POS,
-    examined_view,
-    needs_hipify_perl,
-    tool_view,
-)
+from hipify_helpers import SAMPLE_CU, SAMPLE_GL_H, SAMPLE_POS, needs_hipify_perl
 
 from stack.hipify.corpus import generate_corpus
-from stack.hipify.examine import run_examine
+from stack.hipify.examine import examined_view, run_examine, tool_view
 from stack.hipify.fast import examine
 from stack.hipify.tables import load_tables
 
@@ -77,6 +70,15 @@ def test_generated_trees_match_the_tool_file_by_file(tmp_path, tables):
     assert _compare(tmp_path, files, tables) == []
 
 
+def test_a_batch_the_tool_dies_in_is_an_error_not_files_without_findings(tmp_path):
+    from stack.tools import ToolError
+
+    (tmp_path / "a.cu").write_text(SAMPLE_CU)
+    # the tool stops at the file it cannot open: the files after it go unexamined
+    with pytest.raises(ToolError, match=r"exited with status \d+ .*missing\.cu"):
+        run_examine(["a.cu", "missing.cu", "z.cu"], str(tmp_path), jobs=1)
+
+
 def test_quiet_mode_gives_the_tools_conversion_counts_without_warnings(tmp_path, tables):
     (tmp_path / "a.cu").write_text(SAMPLE_CU)
     run = run_examine(["a.cu"], str(tmp_path), quiet_warnings=True)
@@ -102,12 +104,16 @@ def test_the_engine_reads_bytes_as_perl_does(tables):
     assert [(w[0], w[2], w[5]) for w in found["warnings"]] == [(1, "texture", "comment")]
 
 
-def test_tables_come_from_the_cache_file_the_second_time(tmp_path):
+def test_tables_come_from_the_cache_file_the_second_time(tmp_path, monkeypatch):
     first = load_tables(cache_dir=tmp_path)
     cached = list(tmp_path.glob("hipify-tables-*.marshal"))
     assert len(cached) == 1
     from stack.hipify import tables as tables_module
 
+    def no_extraction(*args, **kwargs):
+        raise AssertionError("the tables were extracted again instead of read from the cache")
+
+    monkeypatch.setattr(tables_module, "extract_tables", no_extraction)
     tables_module._MEMO.clear()
     again = load_tables(cache_dir=tmp_path)
     assert again.to_json() == first.to_json()
