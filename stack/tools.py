@@ -35,6 +35,9 @@ INSTALL_HINTS: dict[str, str] = {
         "Debian trixie package 'librocblas0-bench' "
         "(/usr/libexec/rocm/librocblas0-bench/rocblas-bench, not on PATH)"
     ),
+    "hipblaslt-bench": (
+        "hipBLASLt's benchmark client: /opt/rocm/bin/hipblaslt-bench in the ROCm images"
+    ),
     "torch": "pip wheels of PyTorch for ROCm or CUDA, or the rocm/pytorch image",
 }
 

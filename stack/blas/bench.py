@@ -1,8 +1,10 @@
 """What every family's case runner shares: the bench context and the measuring steps.
 
 A ``Bench`` holds what one backend needs for the whole job (params, the
-timing settings, the device, the modules, the telemetry sampler, a logger),
-so that each family's code reads as "make inputs, time the call, check it".
+timing settings, the device, the modules, the telemetry sampler), so that
+each family's code reads as "make inputs, time the call, check it"; the
+refusals and the failure handling live here so that every family reports a
+case it cannot run the same way.
 """
 
 from __future__ import annotations
@@ -14,10 +16,8 @@ from typing import Any
 
 from stack.blas import check, telemetry
 from stack.blas.devices import Device, TorchTimer, free_memory_bytes
-from stack.blas.results import FAILED_CHECK, CaseResult
+from stack.blas.results import ERROR, FAILED_CHECK, SKIPPED, CaseResult
 from stack.blas.stats import BlockTimer, LoopSettings, Timing, adaptive_loop
-
-Log = Callable[[str, str], None]
 
 
 def rotate(calls: list[Callable[[], Any]]) -> Callable[[], Any]:
@@ -34,6 +34,14 @@ def rotate(calls: list[Callable[[], Any]]) -> Callable[[], Any]:
     return call
 
 
+def is_oom(exc: BaseException) -> bool:
+    """Whether an exception means "out of memory" (host or device, torch or numpy)."""
+    if isinstance(exc, MemoryError):
+        return True
+    text = f"{type(exc).__name__} {exc}".lower()
+    return "out of memory" in text or "outofmemory" in text
+
+
 @dataclass
 class Bench:
     """Everything a backend's case runners need."""
@@ -43,12 +51,12 @@ class Bench:
     settings: LoopSettings
     device: Device
     sampler: telemetry.Sampler
-    log: Log
     torch: Any = None
     np: Any = None
     corrupt: bool = False
     check: bool = True
     seed: int = 0
+    tool_path: str | None = None  # the external tool's executable, found once at setup
     # best rate seen per (family, precision), in work units per second, to predict big cases
     rates: dict[tuple[str, str], float] = field(default_factory=dict)
     # problems already run (after layout rewrites), so that one is not timed twice
@@ -111,6 +119,38 @@ class Bench:
                 f"on {self.device.label}"
             )
         return None
+
+    def refused(
+        self, result: CaseResult, rate_key: str | None, needed_bytes: int | None = None
+    ) -> bool:
+        """Skip a case up front rather than let it blow the case budget or exhaust memory.
+
+        ``rate_key`` names the rates that predict its time (None: no prediction);
+        ``needed_bytes`` is what must fit in free memory (None: not checked).
+        """
+        reason = None
+        if rate_key is not None:
+            reason = self.too_slow(result.family, rate_key, result.work)
+        if reason is None and needed_bytes is not None:
+            reason = self.memory_refusal(needed_bytes)
+        if reason is not None:
+            result.status, result.reason = SKIPPED, reason
+        return reason is not None
+
+    def fail(self, result: CaseResult, exc: BaseException) -> CaseResult:
+        """A case that raised: skipped when it ran out of memory, else an error; the job goes on.
+
+        Out of memory says the case is too big for this device, not that the
+        library is broken, so it is a skip like a refused case.
+        """
+        self.release()
+        text = f"{type(exc).__name__}: {str(exc)[:400]}"
+        if is_oom(exc):
+            result.status, result.reason = SKIPPED, f"out of memory: {text}"
+        else:
+            result.status, result.reason = ERROR, text
+        result.timing = None
+        return result
 
     def operand_sets(self, set_bytes: int) -> int:
         """How many input sets to rotate through so that a cold-cache run misses the cache."""

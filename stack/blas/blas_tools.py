@@ -49,16 +49,25 @@ from typing import Any
 
 from stack.blas.cases import GemmCase
 from stack.parsers import ParseError
+from stack.tools import rocm_bin_dir
 
 ROCBLAS = "rocblas-bench"
 HIPBLASLT = "hipblaslt-bench"
 TOOLS = (ROCBLAS, HIPBLASLT)
 
-# Where the tools live when they are not on PATH (Debian's package, ROCm images).
-EXTRA_DIRS = {
-    ROCBLAS: ("/usr/libexec/rocm/librocblas0-bench", "/opt/rocm/bin"),
-    HIPBLASLT: ("/opt/rocm/bin",),
-}
+# Debian's librocblas0-bench puts rocblas-bench here, off PATH.
+_DEBIAN_ROCBLAS_DIR = "/usr/libexec/rocm/librocblas0-bench"
+
+
+def search_dirs(tool: str) -> tuple[str, ...]:
+    """Where to look for the tool after PATH.
+
+    ROCm's bin folder is asked for at each call, because it follows
+    $ROCM_PATH as stack.tools.which and the telemetry samplers do.
+    """
+    rocm_bin = rocm_bin_dir()
+    return (_DEBIAN_ROCBLAS_DIR, rocm_bin) if tool == ROCBLAS else (rocm_bin,)
+
 
 # Relative Frobenius-norm error the tools' -v check may show, per precision.
 NORM_TOLERANCE = {

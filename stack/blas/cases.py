@@ -32,7 +32,6 @@ class GemmCase:
     batch: int = 1
     transa: str = "N"
     transb: str = "N"
-    origin: str = "sweep"  # "sweep" or "shape"
 
     @property
     def flops(self) -> int:
@@ -64,10 +63,10 @@ def gemm_cases(params: dict[str, Any]) -> list[GemmCase]:
     """Every GEMM case the params ask for, grouped by precision, smallest first."""
     precisions = [p for p in PRECISION_NAMES if p in params.get("precisions", PRECISION_NAMES)]
     pairs = params.get("transposes") or ["NN"]
-    shapes: list[tuple[int, int, int, int, str, str, str]] = []
+    shapes: list[tuple[int, int, int, int, str, str]] = []
     for size in params.get("sizes") or []:
         for pair in pairs:
-            shapes.append((size, size, size, 1, pair[0], pair[1], "sweep"))
+            shapes.append((size, size, size, 1, pair[0], pair[1]))
     for shape in params.get("shapes") or []:
         shapes.append(
             (
@@ -77,19 +76,12 @@ def gemm_cases(params: dict[str, Any]) -> list[GemmCase]:
                 int(shape.get("batch", 1)),
                 str(shape.get("transa", "N")),
                 str(shape.get("transb", "N")),
-                "shape",
             )
         )
-    cases: list[GemmCase] = []
-    for precision in precisions:
-        seen: set[tuple[Any, ...]] = set()
-        group = []
-        for m, n, k, batch, ta, tb, origin in shapes:
-            key = (m, n, k, batch, ta, tb)
-            if key in seen:
-                continue
-            seen.add(key)
-            group.append(GemmCase(precision, m, n, k, batch, ta, tb, origin))
-        group.sort(key=lambda c: (c.flops, c.batch, c.transa, c.transb))
-        cases.extend(group)
-    return cases
+    # dict.fromkeys drops repeats and keeps first-seen order, which the stable sort keeps
+    # among equal keys; neither depends on the precision, so one ordered list serves all
+    unique = sorted(
+        dict.fromkeys(shapes),
+        key=lambda s: (gemm_flops(s[0], s[1], s[2], s[3]), s[3], s[4], s[5]),
+    )
+    return [GemmCase(precision, *shape) for precision in precisions for shape in unique]

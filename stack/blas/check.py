@@ -67,6 +67,25 @@ def _reference_matmul(matmul: Any, a64: Any, b64: Any, split: bool) -> Any:
     return ref
 
 
+def _float64_torch(torch: Any, x: Any) -> Any:
+    """A float64 copy of ``x``, exact for every checked type.
+
+    FP8 and INT8 go by float32, the cast every torch build with FP8 has.
+    """
+    return x.to(torch.float32).to(torch.float64) if x.element_size() == 1 else x.to(torch.float64)
+
+
+def _rows_torch(torch: Any, x: Any, index: Any) -> Any:
+    """Rows ``index`` (dim -2) of ``x``.
+
+    FP8 rows are gathered as bytes: index_select has GPU kernels for FP8 only
+    in recent torch releases, and a byte copy is exact.
+    """
+    if x.element_size() == 1 and x.is_floating_point():
+        return x.view(torch.uint8).index_select(-2, index).view(x.dtype)
+    return x.index_select(-2, index)
+
+
 def gemm_check_torch(
     torch: Any,
     out: Any,
@@ -80,32 +99,30 @@ def gemm_check_torch(
     """Check C = op(A) @ op(B) (tensors, possibly batched) against float64.
 
     ``a`` and ``b`` are the logical operands exactly as the GEMM saw them
-    (views included); FP8 and INT8 are upcast exactly.
+    (views included); FP8 and INT8 are upcast exactly. The sampled check picks
+    its rows before upcasting: it is chosen when float64 copies of the whole
+    matrices would not fit.
     """
     import numpy as np
 
-    out64 = out.to(torch.float64) if out.dtype != torch.float64 else out
-    nonfinite = int((~torch.isfinite(out64)).sum().item())
-    a64 = a.to(torch.float32).to(torch.float64) if a.element_size() == 1 else a.to(torch.float64)
-    b64 = b.to(torch.float32).to(torch.float64) if b.element_size() == 1 else b.to(torch.float64)
-    m = out64.shape[-2]
-    mode = "full"
+    nonfinite = int((~torch.isfinite(out)).sum().item())
+    b64 = _float64_torch(torch, b)
     independent = a.dtype == torch.float64
     if full:
-        ref = _reference_matmul(torch.matmul, a64, b64, independent)
-        got = out64
-        row_norms = torch.linalg.vector_norm(a64, dim=-1)
+        a64 = _float64_torch(torch, a)
+        got = _float64_torch(torch, out)
+        mode = "full"
     else:
-        peaks_by_row = out64.abs().amax(dim=-1)
+        peaks_by_row = out.abs().amax(dim=-1)
         while peaks_by_row.dim() > 1:
             peaks_by_row = peaks_by_row.amax(dim=0)
-        rows = _sample_rows(np, peaks_by_row.float().cpu().numpy(), m, seed)
-        index = torch.as_tensor(rows, device=out64.device)
-        a_rows = a64.index_select(-2, index)
-        ref = _reference_matmul(torch.matmul, a_rows, b64, independent)
-        got = out64.index_select(-2, index)
-        row_norms = torch.linalg.vector_norm(a_rows, dim=-1)
+        rows = _sample_rows(np, peaks_by_row.float().cpu().numpy(), out.shape[-2], seed)
+        index = torch.as_tensor(rows, device=out.device)
+        a64 = _float64_torch(torch, _rows_torch(torch, a, index))
+        got = _float64_torch(torch, out.index_select(-2, index))
         mode = f"rows:{len(rows)}"
+    ref = _reference_matmul(torch.matmul, a64, b64, independent)
+    row_norms = torch.linalg.vector_norm(a64, dim=-1)
     col_norms = torch.linalg.vector_norm(b64, dim=-2)
     scale = (row_norms.unsqueeze(-1) * col_norms.unsqueeze(-2)).clamp_min(1e-300)
     diff = (got - ref).abs_().div_(scale)
@@ -172,27 +189,24 @@ def gemm_check_numpy(
     seed: int = 0,
 ) -> CheckResult:
     """The numpy twin of gemm_check_torch."""
-    out64 = out.astype(np.float64)
-    nonfinite = int((~np.isfinite(out64)).sum())
-    a64 = a.astype(np.float64)
+    nonfinite = int((~np.isfinite(out)).sum())
     b64 = b.astype(np.float64)
-    m = out64.shape[-2]
-    mode = "full"
     split = a.dtype == np.float64
     if full:
-        ref = _reference_matmul(np.matmul, a64, b64, split)
-        got = out64
-        row_norms = np.linalg.norm(a64, axis=-1)
+        a64 = a.astype(np.float64)
+        got = out.astype(np.float64)
+        mode = "full"
     else:
-        peaks_by_row = np.abs(out64).max(axis=-1)
+        peaks_by_row = np.abs(out).max(axis=-1)
         while peaks_by_row.ndim > 1:
             peaks_by_row = peaks_by_row.max(axis=0)
-        rows = _sample_rows(np, peaks_by_row, m, seed)
-        a_rows = np.take(a64, rows, axis=-2)
-        ref = _reference_matmul(np.matmul, a_rows, b64, split)
-        got = np.take(out64, rows, axis=-2)
-        row_norms = np.linalg.norm(a_rows, axis=-1)
+        # float64 peaks: argsort may order ties differently for another dtype
+        rows = _sample_rows(np, peaks_by_row.astype(np.float64), out.shape[-2], seed)
+        a64 = np.take(a, rows, axis=-2).astype(np.float64)
+        got = np.take(out, rows, axis=-2).astype(np.float64)
         mode = f"rows:{len(rows)}"
+    ref = _reference_matmul(np.matmul, a64, b64, split)
+    row_norms = np.linalg.norm(a64, axis=-1)
     col_norms = np.linalg.norm(b64, axis=-2)
     scale = np.maximum(row_norms[..., :, None] * col_norms[..., None, :], 1e-300)
     with np.errstate(invalid="ignore"):

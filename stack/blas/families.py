@@ -23,19 +23,10 @@ from typing import Any
 
 from stack.blas import check
 from stack.blas.bench import Bench, hbm_peak
-from stack.blas.results import ERROR, SKIPPED, UNSUPPORTED, CaseResult, CheckResult
+from stack.blas.results import UNSUPPORTED, CaseResult, CheckResult
 from stack.blas.stats import cpu_blocks
 
 _U = {"fp32": 2.0**-24, "fp64": 2.0**-53}
-
-
-def _fail(result: CaseResult, exc: BaseException) -> CaseResult:
-    text = f"{type(exc).__name__}: {str(exc)[:300]}"
-    oom = "out of memory" in text.lower() or isinstance(exc, MemoryError)
-    result.status = SKIPPED if oom else ERROR
-    result.reason = text
-    result.timing = None
-    return result
 
 
 # --------------------------------------------------------------------------
@@ -76,9 +67,7 @@ def bandwidth_case(bench: Bench, op: str, size_mb: float) -> CaseResult:
             f"arrays of {n * 4 / 2**20:.1f} MiB are within 4x the cache ({cache / 2**20:.0f} MiB): "
             "this measures cache, not memory bandwidth"
         )
-    refusal = bench.memory_refusal(int(1.3 * (arrays + 1) * n * 4))
-    if refusal:
-        result.status, result.reason = SKIPPED, refusal
+    if bench.refused(result, None, int(1.3 * (arrays + 1) * n * 4)):
         return result
     try:
         if bench.backend == "torch":
@@ -86,8 +75,7 @@ def bandwidth_case(bench: Bench, op: str, size_mb: float) -> CaseResult:
         else:
             _bandwidth_numpy(bench, result, op, n)
     except Exception as exc:  # reported per case
-        bench.release()
-        return _fail(result, exc)
+        return bench.fail(result, exc)
     if bench.backend == "numpy" and op == "triad":
         result.notes.append(
             "numpy's triad takes two passes (multiply, then add in place); bytes are counted "
@@ -190,11 +178,7 @@ def fft_case(bench: Bench, shape: list[int], batch: int, precision: str) -> Case
     hbm, _label = hbm_peak(bench.device)
     if hbm:
         result.extra["hbm_peak_gbps"] = hbm
-    refusal = bench.too_slow("fft", precision, flops) or bench.memory_refusal(
-        int(6 * points * batch * itemsize)
-    )
-    if refusal:
-        result.status, result.reason = SKIPPED, refusal
+    if bench.refused(result, precision, int(6 * points * batch * itemsize)):
         return result
     tolerance = 32 * _U[precision] * max(math.log2(max(points, 2)), 1.0)
     full = (batch, *shape) if batch > 1 else tuple(shape)
@@ -205,8 +189,7 @@ def fft_case(bench: Bench, shape: list[int], batch: int, precision: str) -> Case
         else:
             _fft_numpy(bench, result, full, dims, precision, tolerance, bench.seed + points)
     except Exception as exc:  # reported per case
-        bench.release()
-        return _fail(result, exc)
+        return bench.fail(result, exc)
     return bench.finish(result, precision)
 
 
@@ -319,11 +302,7 @@ def solver_case(bench: Bench, op: str, n: int, precision: str) -> CaseResult:
                 "scipy is not installed)"
             )
             return result
-    refusal = bench.too_slow("solver", f"{op}-{precision}", flops) or bench.memory_refusal(
-        int(6 * n * n * itemsize)
-    )
-    if refusal:
-        result.status, result.reason = SKIPPED, refusal
+    if bench.refused(result, f"{op}-{precision}", int(6 * n * n * itemsize)):
         return result
     tolerance = 2 * n * _U[precision]
     try:
@@ -332,8 +311,7 @@ def solver_case(bench: Bench, op: str, n: int, precision: str) -> CaseResult:
         else:
             _solver_numpy(bench, result, op, n, precision, tolerance)
     except Exception as exc:  # reported per case
-        bench.release()
-        return _fail(result, exc)
+        return bench.fail(result, exc)
     return bench.finish(result, f"{op}-{precision}")
 
 

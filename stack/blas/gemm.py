@@ -7,6 +7,7 @@ reason), skipped (too big or too slow for this device and budget) or error.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from typing import Any
 
@@ -27,10 +28,9 @@ def _base(
     bench: Bench, case: GemmCase, transa: str | None = None, transb: str | None = None
 ) -> CaseResult:
     precision = get_precision(case.precision)
-    effective = GemmCase(
-        case.precision, case.m, case.n, case.k, case.batch,
-        transa or case.transa, transb or case.transb, case.origin,
-    )  # fmt: skip
+    effective = dataclasses.replace(
+        case, transa=transa or case.transa, transb=transb or case.transb
+    )
     peak, label = peak_for(bench.device, case.precision)
     return CaseResult(
         family=FAMILY,
@@ -44,11 +44,6 @@ def _base(
         peak_label=label,
         footprint_bytes=precision.footprint_bytes(case.m, case.n, case.k, case.batch),
     )
-
-
-def _is_oom(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__} {exc}".lower()
-    return "out of memory" in text or "outofmemory" in text
 
 
 def _check_fits(bench: Bench, case: GemmCase) -> bool:
@@ -94,11 +89,7 @@ def run_torch(bench: Bench, case: GemmCase) -> CaseResult:
     if reason:
         result.status, result.reason = UNSUPPORTED, reason
         return result
-    reason = bench.too_slow(FAMILY, case.precision, case.flops) or bench.memory_refusal(
-        int(1.2 * (result.footprint_bytes or 0))
-    )
-    if reason:
-        result.status, result.reason = SKIPPED, reason
+    if bench.refused(result, case.precision, int(1.2 * (result.footprint_bytes or 0))):
         return result
     precision = get_precision(case.precision)
     bench.release()
@@ -147,13 +138,7 @@ def run_torch(bench: Bench, case: GemmCase) -> CaseResult:
                 del out
             del first
     except Exception as exc:  # one case's failure is reported, the job goes on
-        bench.release()
-        if _is_oom(exc):
-            result.status, result.reason = SKIPPED, f"out of device memory: {str(exc)[:200]}"
-        else:
-            result.status, result.reason = ERROR, f"{type(exc).__name__}: {str(exc)[:400]}"
-        result.timing = None
-        return result
+        return bench.fail(result, exc)
     _finish(bench, case, result)
     return result
 
@@ -188,11 +173,7 @@ def run_numpy(bench: Bench, case: GemmCase) -> CaseResult:
         return result
     if case.precision in gemm_numpy.NOTES:
         result.notes.append(gemm_numpy.NOTES[case.precision])
-    reason = bench.too_slow(FAMILY, case.precision, case.flops) or bench.memory_refusal(
-        int(1.2 * (result.footprint_bytes or 0))
-    )
-    if reason:
-        result.status, result.reason = SKIPPED, reason
+    if bench.refused(result, case.precision, int(1.2 * (result.footprint_bytes or 0))):
         return result
     precision = get_precision(case.precision)
     try:
@@ -214,9 +195,8 @@ def run_numpy(bench: Bench, case: GemmCase) -> CaseResult:
                 np, out, a, b, precision.tolerance(case.k),
                 full=_check_fits(bench, case), seed=bench.seed,
             )  # fmt: skip
-    except MemoryError as exc:
-        result.status, result.reason, result.timing = SKIPPED, f"out of memory: {exc}", None
-        return result
+    except Exception as exc:  # one case's failure is reported, the job goes on
+        return bench.fail(result, exc)
     _finish(bench, case, result)
     return result
 
@@ -241,9 +221,7 @@ def run_tool_case(bench: Bench, case: GemmCase, artifacts: list[tuple[str, str]]
     if reason:
         result.status, result.reason = UNSUPPORTED, reason
         return result
-    reason = bench.too_slow(FAMILY, case.precision, case.flops)
-    if reason:
-        result.status, result.reason = SKIPPED, reason
+    if bench.refused(result, case.precision):
         return result
     params = bench.params
     repeats = int(params.get("tool_repeats", 5))
@@ -264,11 +242,12 @@ def run_tool_case(bench: Bench, case: GemmCase, artifacts: list[tuple[str, str]]
             verify=bench.check and i == 0,
             flush_bytes=flush,
         )
+        argv[0] = bench.tool_path or tool
         try:
             run = run_tool(
                 argv,
                 float(params.get("tool_timeout_s", 300)),
-                extra_dirs=blas_tools.EXTRA_DIRS[tool],
+                extra_dirs=blas_tools.search_dirs(tool),
             )
         except ToolError as exc:
             result.status, result.reason = ERROR, str(exc)

@@ -31,14 +31,12 @@ class Precision:
     """How one precision is stored, counted and checked."""
 
     name: str
-    label: str
     in_bytes: int  # bytes per element of A and B
     out_bytes: int  # bytes per element of C
     unit: str  # TFLOP/s, or TOPS for integer math
     u_in: float  # relative rounding of the inputs inside the GEMM (TF32: fp32 -> tf32)
     u_out: float  # unit roundoff of the stored output
     u_acc: float  # unit roundoff of the accumulation
-    description: str
 
     def tolerance(self, k: int) -> float:
         """Largest acceptable normalised element error for a GEMM of inner size k."""
@@ -57,67 +55,22 @@ _U32 = 2.0**-24
 PRECISIONS: dict[str, Precision] = {
     p.name: p
     for p in (
-        Precision(
-            "fp64", "FP64", 8, 8, "TFLOP/s", 0.0, _U64, _U64, "IEEE double; matrix FP64 units"
-        ),
-        Precision(
-            "fp32", "FP32", 4, 4, "TFLOP/s", 0.0, _U32, _U32, "IEEE single, full-precision math"
-        ),
-        Precision(
-            "tf32",
-            "TF32",
-            4,
-            4,
-            "TFLOP/s",
-            2.0**-10,  # 10 stored mantissa bits; truncation on some paths
-            _U32,
-            _U32,
-            "float32 storage, inputs rounded to TF32 (NVIDIA) / XF32 (AMD gfx942) in matrix units",
-        ),
-        Precision(
-            "fp16",
-            "FP16",
-            2,
-            2,
-            "TFLOP/s",
-            0.0,
-            2.0**-11,
-            _U32,
-            "half inputs and output, fp32 accumulation",
-        ),
-        Precision(
-            "bf16",
-            "BF16",
-            2,
-            2,
-            "TFLOP/s",
-            0.0,
-            2.0**-8,
-            _U32,
-            "bfloat16 inputs and output, fp32 accumulation",
-        ),
-        Precision(
-            "fp8",
-            "FP8",
-            1,
-            2,
-            "TFLOP/s",
-            0.0,
-            2.0**-8,  # output is bf16
-            2.0**-13,  # Hopper's FP8 tensor cores accumulate with fewer bits than fp32
-            "FP8 E4M3 inputs (per-tensor scale 1), bf16 output",
-        ),
-        Precision(
-            "int8",
-            "INT8",
-            1,
-            4,
-            "TOPS",
-            0.0,
-            0.0,
-            0.0,
-            "int8 inputs, int32 accumulation and output",
-        ),
+        # IEEE double; matrix FP64 units
+        Precision("fp64", 8, 8, "TFLOP/s", 0.0, _U64, _U64),
+        # IEEE single, full-precision math
+        Precision("fp32", 4, 4, "TFLOP/s", 0.0, _U32, _U32),
+        # float32 storage, inputs rounded to TF32 (NVIDIA) / XF32 (AMD gfx942) in matrix
+        # units; 10 stored mantissa bits, truncation on some paths
+        Precision("tf32", 4, 4, "TFLOP/s", 2.0**-10, _U32, _U32),
+        # half inputs and output, fp32 accumulation
+        Precision("fp16", 2, 2, "TFLOP/s", 0.0, 2.0**-11, _U32),
+        # bfloat16 inputs and output, fp32 accumulation
+        Precision("bf16", 2, 2, "TFLOP/s", 0.0, 2.0**-8, _U32),
+        # FP8 E4M3 inputs (per-tensor scale 1), bf16 output; Hopper's FP8 tensor cores
+        # accumulate with fewer bits than fp32
+        Precision("fp8", 1, 2, "TFLOP/s", 0.0, 2.0**-8, 2.0**-13),
+        # int8 inputs, int32 accumulation and output
+        Precision("int8", 1, 4, "TOPS", 0.0, 0.0, 0.0),
     )
 }
 

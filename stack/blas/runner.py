@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable
 from typing import Any
 
 from stack.blas import blas_tools, claims, families, gemm, telemetry
@@ -82,19 +81,39 @@ def _tool_device(environment: dict[str, Any] | None, index: int) -> Device:
     )
 
 
+SamplerKey = tuple[str | None, int]
+
+
+def gpu_sampler(
+    shared: dict[SamplerKey, telemetry.Sampler], device: Device, interval_ms: int
+) -> telemetry.Sampler:
+    """The run's one sampler for the device's GPU, made on first use.
+
+    Two backends on one GPU (torch on ROCm and rocblas-bench, say) must share
+    it: two pollers would double the load on the SMI tool and both write the
+    same telemetry artifact.
+    """
+    key = (device.vendor, telemetry.host_gpu_index(device.vendor, device.index))
+    if key not in shared:
+        shared[key] = telemetry.make_sampler(device.vendor, device.index, device.uuid, interval_ms)
+    return shared[key]
+
+
 def setup_backend(
     backend: str,
     params: dict[str, Any],
     settings: LoopSettings,
     environment: dict[str, Any] | None,
-    log: Callable[[str, str], None],
+    samplers: dict[SamplerKey, telemetry.Sampler],
 ) -> tuple[Bench | None, str | None, str | None]:
-    """A Bench for the backend, or (None, why it cannot run); plus the BLAS library's name."""
+    """A Bench for the backend, or (None, why it cannot run); plus the BLAS library's name.
+
+    ``samplers`` is the run's GPU samplers, shared between its backends.
+    """
     interval = int(params.get("telemetry_interval_ms", 100))
     common = {
         "params": params,
         "settings": settings,
-        "log": log,
         "corrupt": bool(params.get("corrupt_output")),
         "check": bool(params.get("check", True)),
         "seed": int(params.get("seed", 0)),
@@ -123,7 +142,7 @@ def setup_backend(
         except RuntimeError as exc:
             return None, str(exc), None
         if params.get("telemetry", True) and device.kind == "cuda":
-            sampler = telemetry.make_sampler(device.vendor, device.index, device.uuid, interval)
+            sampler = gpu_sampler(samplers, device, interval)
         else:
             sampler = telemetry.null_sampler(
                 "telemetry off" if device.kind == "cuda" else "CPU run: no GPU telemetry", interval
@@ -135,21 +154,22 @@ def setup_backend(
     if backend in blas_tools.TOOLS:
         from stack.tools import INSTALL_HINTS, which
 
-        if which(backend, blas_tools.EXTRA_DIRS[backend]) is None:
-            hint = INSTALL_HINTS.get(backend, "ROCm images: /opt/rocm/bin")
+        dirs = blas_tools.search_dirs(backend)
+        path = which(backend, dirs)
+        if path is None:
             return (
                 None,
-                f"{backend} not found on PATH or in "
-                f"{', '.join(blas_tools.EXTRA_DIRS[backend])} ({hint})",
+                f"{backend} not found on PATH or in {', '.join(dirs)} ({INSTALL_HINTS[backend]})",
                 None,
             )
         device = _tool_device(environment, int(params.get("gpu_index", 0)))
         if params.get("telemetry", True):
-            sampler = telemetry.make_sampler("amd", device.index, device.uuid, interval)
+            sampler = gpu_sampler(samplers, device, interval)
         else:
             sampler = telemetry.null_sampler("telemetry off", interval)
         library = "rocBLAS" if backend == blas_tools.ROCBLAS else "hipBLASLt"
-        return Bench(backend, device=device, sampler=sampler, **common), None, library
+        bench = Bench(backend, device=device, sampler=sampler, tool_path=path, **common)
+        return bench, None, library
     return None, f"unknown backend {backend!r}", None
 
 
@@ -288,15 +308,16 @@ def measurements_for(result: CaseResult) -> list[Measurement]:
             value = moved / summary.median / 1e9 / hbm * 100
             out.append(Measurement(bench_name, "pct_of_hbm_peak", "%", value, pct, case, "higher"))
     tel = result.telemetry or {}
-    for metric_name, key, unit, better in (
-        ("sm_clock", "sm_clock_samples", "MHz", "higher"),
-        ("power", "power_samples", "W", "lower"),
-        ("temperature", "temperature_samples", "C", "lower"),
+    for metric_name, samples_key, stats_key, unit, better in (
+        ("sm_clock", "sm_clock_samples", "sm_clock_mhz", "MHz", "higher"),
+        ("power", "power_samples", "power_w", "W", "lower"),
+        ("temperature", "temperature_samples", "temperature_c", "C", "lower"),
     ):
-        values = _finite(tel.get(key) or [])
-        if values:
-            values_sorted = sorted(values)
-            median = values_sorted[len(values_sorted) // 2]
+        values = tel.get(samples_key)
+        stats = tel.get(stats_key)
+        if values and stats:
+            # the window summary's median, so that this and the summary table agree
+            median = stats["median"]
             out.append(Measurement(bench_name, metric_name, unit, median, values, case, better))
     return out
 
@@ -409,8 +430,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     benches: list[tuple[Bench, list[tuple[str, Any]]]] = []
     unavailable: dict[str, str] = {}
     libraries: dict[str, str] = {}
+    gpu_samplers: dict[SamplerKey, telemetry.Sampler] = {}
     for backend in params.get("backends", ["torch"]):
-        bench, reason, library = setup_backend(backend, params, settings, environment, log)
+        bench, reason, library = setup_backend(backend, params, settings, environment, gpu_samplers)
         if bench is None:
             unavailable[backend] = reason or "unavailable"
             log(f"{backend}: cannot run: {reason}", "warning")
@@ -420,7 +442,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         log(f"{backend}: {bench.device.label} {bench.device.name or ''} ({library})".strip())
         benches.append((bench, plan(params, backend)))
 
-    total = sum(len(tasks) for _, tasks in benches) or 1
+    total = sum(len(tasks) for _, tasks in benches)
     done = 0
     results: list[CaseResult] = []
     tool_outputs: list[tuple[str, str]] = []
@@ -443,7 +465,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                     log(f"{label}: {rate:.4g} {result.rate_unit} (CV {cv:.2f} %)")
                 elif result.status != UNSUPPORTED:
                     log(f"{label}: {result.status}: {result.reason}", "warning")
-                ctx.emit.progress(5 + 90 * done / total, label)
+                ctx.emit.progress(5 + 90 * done / max(total, 1), label)
         finally:
             bench.release()
     for sampler in samplers:
@@ -529,7 +551,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             "corrupt_output": bool(params.get("corrupt_output")),
         },
         "cases": {
-            "planned": total if benches else 0,
+            "planned": total,
             "measured": sum(1 for r in results if r.measured),
             "unsupported": sum(1 for r in results if r.status == UNSUPPORTED),
             "skipped": len(skipped),

@@ -15,11 +15,12 @@ a noisy series is still a noisy number.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -34,18 +35,6 @@ class Summary:
     maximum: float
     stdev: float
     cv: float  # stdev / mean, as a fraction (0.01 = 1 %)
-
-    def as_dict(self) -> dict[str, float | int]:
-        """JSON-ready form."""
-        return {
-            "n": self.n,
-            "median": self.median,
-            "mean": self.mean,
-            "min": self.minimum,
-            "max": self.maximum,
-            "stdev": self.stdev,
-            "cv": self.cv,
-        }
 
 
 def summarize(samples: Sequence[float]) -> Summary:
@@ -106,11 +95,14 @@ class Timing:
     stop_reason: str  # "cv", "budget" or "max_reps"
     wall_start: float  # time.time() when sampling began (for telemetry windows)
     wall_end: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def summary(self) -> Summary:
-        """Statistics of the per-call times."""
+        """Statistics of the per-call times.
+
+        Computed once: the samples are final when a Timing is made, and the
+        runner reads the summary many times per case.
+        """
         return summarize(self.samples_s)
 
 

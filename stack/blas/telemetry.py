@@ -23,6 +23,7 @@ changed across ROCm releases.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import statistics
@@ -507,17 +508,19 @@ def _stats(values: list[float]) -> dict[str, float] | None:
     }
 
 
+def _readings(samples: list[Sample], name: str) -> list[float]:
+    """The finite values of one field: a missing or non-finite reading is no reading."""
+    values = (getattr(s, name) for s in samples)
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
 def summarize_window(samples: list[Sample]) -> dict[str, Any]:
     """What happened during one case: clocks, power, temperature, throttling flags."""
-    clocks = [s.sm_clock_mhz for s in samples if s.sm_clock_mhz is not None]
-    power = [s.power_w for s in samples if s.power_w is not None]
-    temps = [s.temperature_c for s in samples if s.temperature_c is not None]
-    mem = [s.mem_clock_mhz for s in samples if s.mem_clock_mhz is not None]
-    reasons: dict[str, int] = {}
-    for sample in samples:
-        for reason in sample.reasons:
-            reasons[reason] = reasons.get(reason, 0) + 1
-    throttling = sorted(r for r in reasons if r in THROTTLING)
+    clocks = _readings(samples, "sm_clock_mhz")
+    power = _readings(samples, "power_w")
+    temps = _readings(samples, "temperature_c")
+    mem = _readings(samples, "mem_clock_mhz")
+    throttling = sorted({r for s in samples for r in s.reasons} & THROTTLING)
     spread = (max(clocks) - min(clocks)) / max(clocks) if clocks and max(clocks) > 0 else 0.0
     return {
         "samples": len(samples),
@@ -525,7 +528,6 @@ def summarize_window(samples: list[Sample]) -> dict[str, Any]:
         "mem_clock_mhz": _stats(mem),
         "power_w": _stats(power),
         "temperature_c": _stats(temps),
-        "reasons": reasons,
         "throttled": bool(throttling),
         "throttle_reasons": throttling,
         "clock_spread": spread,

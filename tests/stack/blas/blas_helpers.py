@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +31,3 @@ def fast_params(**params: Any) -> dict[str, Any]:
     from stack.kinds import validate_params
 
     return validate_params("blas-bench", {**FAST, **params})
-
-
-def write_fake_tool(bin_dir: Path, name: str, body: str) -> Path:
-    """An executable Python script on PATH standing in for a GPU tool."""
-    path = bin_dir / name
-    path.write_text(f"#!{sys.executable}\nimport sys, time\n{body}\n", encoding="utf-8")
-    path.chmod(0o755)
-    return path

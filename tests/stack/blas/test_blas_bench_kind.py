@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from blas_helpers import fast_params, write_fake_tool
-from stack_helpers import REPO_ROOT, event_lines, run_stack
+from blas_helpers import fast_params
+from stack_helpers import REPO_ROOT, event_lines, make_tool, run_stack
 
 from stack.contract import parse_event, validate_result
 from stack.kinds import KINDS, ParamsError, get_kind, validate_params
@@ -144,6 +144,43 @@ def test_a_deliberately_wrong_result_fails_the_job(tmp_path, backend):
     assert len(doc["summary"]["flags"]["failed_checks"]) == len(rows)
 
 
+def test_a_numpy_case_that_raises_is_an_error_of_that_case_only(ctx, monkeypatch):
+    from stack.blas import gemm_numpy
+
+    make_operands = gemm_numpy.make_operands
+
+    def broken_at_48(np, case, seed):
+        if case.m == 48:
+            raise ValueError("no operands today")
+        return make_operands(np, case, seed)
+
+    monkeypatch.setattr(gemm_numpy, "make_operands", broken_at_48)
+    result, doc = run_job(
+        ctx, backends=["numpy"], families=["gemm"], precisions=["fp32"], sizes=[32, 48]
+    )
+    assert result.status == "failed" and "1 case(s) raised errors" in result.error
+    rows = {row["m"]: row for row in doc["summary"]["tables"]["gemm"]}
+    assert rows[32]["status"] == "ok"
+    assert rows[48]["status"] == "error" and rows[48]["reason"] == "ValueError: no operands today"
+
+
+def test_failures_that_mean_out_of_memory_are_skips():
+    from stack.blas.bench import is_oom
+
+    class OutOfMemoryError(RuntimeError):  # torch.cuda's, by name
+        pass
+
+    assert is_oom(MemoryError())
+    assert is_oom(RuntimeError("HIP out of memory. Tried to allocate 2.00 GiB"))
+    assert is_oom(OutOfMemoryError("allocation failed"))
+    assert not is_oom(ValueError("shapes do not match"))
+
+
+def test_a_job_that_plans_nothing_says_so(ctx):
+    _result, doc = run_job(ctx, backends=["numpy"], families=["gemm"], sizes=[])
+    assert doc["summary"]["cases"]["planned"] == 0
+
+
 def test_the_same_job_without_corruption_passes(ctx):
     result, _ = run_job(ctx, backends=["numpy"], families=["gemm"], precisions=["fp32"], sizes=[32])
     assert result.status == "succeeded"
@@ -218,7 +255,7 @@ def tool_path(tmp_path, monkeypatch):
 
 
 def test_rocblas_bench_backend_builds_runs_and_parses(ctx, tool_path):
-    write_fake_tool(tool_path, "rocblas-bench", FAKE_ROCBLAS)
+    make_tool(tool_path, "rocblas-bench", FAKE_ROCBLAS)
     result, doc = run_job(
         ctx,
         backends=["rocblas-bench"],
@@ -242,7 +279,7 @@ def test_rocblas_bench_backend_builds_runs_and_parses(ctx, tool_path):
 
 
 def test_hipblaslt_bench_backend(ctx, tool_path):
-    write_fake_tool(tool_path, "hipblaslt-bench", FAKE_HIPBLASLT)
+    make_tool(tool_path, "hipblaslt-bench", FAKE_HIPBLASLT)
     result, doc = run_job(
         ctx,
         backends=["hipblaslt-bench"],
@@ -264,8 +301,48 @@ def test_a_missing_tool_is_reported_and_the_job_fails(ctx, tool_path):
     assert "not found" in reason and "librocblas0-bench" in reason
 
 
+def test_a_missing_hipblaslt_bench_says_where_to_get_it(ctx, tool_path):
+    _result, doc = run_job(ctx, backends=["hipblaslt-bench"], families=["gemm"], sizes=[64])
+    reason = doc["summary"]["backends_unavailable"]["hipblaslt-bench"]
+    # ROCm's bin folder follows ROCM_PATH, as stack.tools.which does
+    assert str(tool_path.parent / "no-rocm" / "bin") in reason
+    assert "/opt/rocm/bin/hipblaslt-bench" in reason
+
+
+FAKE_AMD_SMI = r"""
+import json
+print(json.dumps([{"gpu": 0, "power": {"socket_power": {"value": 700, "unit": "W"}},
+                   "clock": {"gfx_0": {"clk": {"value": 2100, "unit": "MHz"}}},
+                   "temperature": {"hotspot": {"value": 60, "unit": "C"}}}]))
+"""
+
+
+def test_two_backends_on_one_gpu_share_one_telemetry_sampler(ctx, tool_path):
+    make_tool(tool_path, "rocblas-bench", FAKE_ROCBLAS)
+    make_tool(tool_path, "hipblaslt-bench", FAKE_HIPBLASLT)
+    make_tool(tool_path, "amd-smi", FAKE_AMD_SMI)
+    result, doc = run_job(
+        ctx,
+        backends=["rocblas-bench", "hipblaslt-bench"],
+        families=["gemm"],
+        precisions=["bf16"],
+        sizes=[64],
+        tool_repeats=2,
+        telemetry=True,
+    )
+    assert result.status == "succeeded", result.error
+    paths = [a.path if hasattr(a, "path") else a["path"] for a in result.artifacts]
+    assert paths.count("blas-bench/telemetry-amd-smi.csv") == 1
+    backends = doc["summary"]["backends"]
+    rocblas, hipblaslt = (
+        backends["rocblas-bench"]["telemetry"],
+        backends["hipblaslt-bench"]["telemetry"],
+    )
+    assert rocblas["source"] == "amd-smi" and rocblas["samples"] >= 1 and rocblas == hipblaslt
+
+
 def test_a_failing_tool_is_an_error_of_the_case(ctx, tool_path):
-    write_fake_tool(
+    make_tool(
         tool_path,
         "rocblas-bench",
         'print("Query device error: cannot get device count")\nsys.exit(255)',

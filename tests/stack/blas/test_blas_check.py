@@ -55,6 +55,19 @@ def test_sampled_check_finds_a_corrupted_element_through_the_largest_rows():
     assert result.mode.startswith("rows:") and not result.passed
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_sampled_check_of_a_batch_sees_the_damage_the_full_check_sees(dtype):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 300, 40)).astype(dtype)
+    b = rng.standard_normal((3, 40, 24)).astype(dtype)
+    out = np.matmul(a, b)
+    check.corrupt_numpy(np, out, seed=2)
+    full = check.gemm_check_numpy(np, out, a, b, 1e-9, full=True)
+    sampled = check.gemm_check_numpy(np, out, a, b, 1e-9, full=False)
+    # the damaged row holds the largest value, so the sample has it and the worst error
+    assert sampled.mode == "rows:64" and sampled.error == full.error and not sampled.passed
+
+
 def test_nan_always_fails():
     a, b = _operands()
     out = a @ b
@@ -79,6 +92,15 @@ for precision, dtype in (("fp32", "float32"), ("bf16", "bfloat16"), ("fp64", "fl
     bad = check.gemm_check_torch(torch, c, a, b, tol, full=True)
     sampled = check.gemm_check_torch(torch, c, a, b, tol, full=False)
     out[precision] = [good.passed, good.error, bad.passed, bad.detail, sampled.passed, sampled.mode]
+gen = torch.Generator().manual_seed(2)
+a = torch.randn(100, 48, generator=gen).to(torch.float8_e4m3fn)
+b = torch.randn(32, 48, generator=gen).to(torch.float8_e4m3fn).t()
+c = (a.float() @ b.float()).to(torch.bfloat16)
+tol = get("fp8").tolerance(48)
+sampled = check.gemm_check_torch(torch, c, a, b, tol, full=False)
+check.corrupt_torch(torch, c)
+damaged = check.gemm_check_torch(torch, c, a, b, tol, full=False)
+out["fp8"] = [sampled.passed, sampled.mode, damaged.passed]
 gen = torch.Generator().manual_seed(1)
 a = torch.randint(-128, 128, (32, 64), dtype=torch.int8, generator=gen)
 b = torch.randint(-128, 128, (64, 40), dtype=torch.int8, generator=gen)
@@ -117,6 +139,11 @@ def test_torch_results_pass_and_a_corrupted_one_fails(torch_checks, precision):
     assert good and error <= get(precision).tolerance(48)
     assert not bad and "tolerance" in detail
     assert not sampled and mode.startswith("rows:")
+
+
+@needs_torch
+def test_torch_sampled_check_of_fp8_operands(torch_checks):
+    assert torch_checks["fp8"] == [True, "rows:64", False]
 
 
 @needs_torch

@@ -55,6 +55,11 @@ def test_a_steady_operation_stops_on_cv_after_the_minimum_time():
     assert all(s == pytest.approx(1e-3) for s in t.samples_s)
 
 
+def test_a_timing_s_summary_is_computed_once():
+    t = run(FakeDevice(lambda i: 1e-3), warmup_s=0.01, min_reps=5, min_time_s=0.0)
+    assert t.summary is t.summary and t.summary == summarize(t.samples_s)
+
+
 def test_blocks_are_sized_so_short_calls_are_timed_in_groups():
     dev = FakeDevice(lambda i: 1e-6)
     t = run(dev, warmup_s=0.001, min_sample_s=1e-3, min_reps=5, min_time_s=0.0)

@@ -4,7 +4,7 @@ import json
 import time
 
 import pytest
-from blas_helpers import write_fake_tool
+from stack_helpers import make_tool
 
 from stack.blas import telemetry
 
@@ -146,7 +146,7 @@ while True:
 def test_nvidia_smi_sampler_against_a_fake_driver(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    write_fake_tool(bin_dir, "nvidia-smi", FAKE_NVIDIA_SMI)
+    make_tool(bin_dir, "nvidia-smi", FAKE_NVIDIA_SMI)
     monkeypatch.setenv("PATH", str(bin_dir))
     sampler = telemetry.make_sampler("nvidia", 0, "GPU-refused", 20)
     sampler.start()
@@ -175,7 +175,7 @@ def test_amd_smi_polling_sampler_against_a_fake_tool(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     body = f"import json\nprint(json.dumps({AMD_SMI_7!r}))"
-    write_fake_tool(bin_dir, "amd-smi", body)
+    make_tool(bin_dir, "amd-smi", body)
     monkeypatch.setenv("PATH", str(bin_dir))
     sampler = telemetry.make_sampler("amd", 0, None, 200)
     assert sampler.source == "amd-smi" and "metric" in sampler.command
@@ -188,7 +188,7 @@ def test_amd_smi_polling_sampler_against_a_fake_tool(tmp_path, monkeypatch):
 def test_a_job_shown_only_its_leased_gpu_samples_that_gpu_by_its_host_number(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    write_fake_tool(bin_dir, "amd-smi", "print('{}')")
+    make_tool(bin_dir, "amd-smi", "print('{}')")
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "2,3")  # device 1 in the job is the host's 3
     sampler = telemetry.make_sampler("amd", 1, None, 200)
@@ -196,3 +196,25 @@ def test_a_job_shown_only_its_leased_gpu_samples_that_gpu_by_its_host_number(tmp
     assert telemetry.host_gpu_index("nvidia", 0, {"CUDA_VISIBLE_DEVICES": "5"}) == 5
     assert telemetry.host_gpu_index("nvidia", 0, {"CUDA_VISIBLE_DEVICES": "GPU-ab12"}) == 0
     assert telemetry.host_gpu_index("amd", 2, {}) == 2
+
+
+def test_a_case_s_telemetry_measurements_use_the_window_summary_s_median():
+    from stack.blas.results import CaseResult
+    from stack.blas.runner import measurements_for, summary_row
+    from stack.blas.stats import Timing
+
+    result = CaseResult(
+        family="gemm",
+        backend="torch",
+        case={"backend": "torch", "precision": "bf16", "m": 64, "n": 64, "k": 64},
+        timing=Timing([1e-3] * 3, 1, 3, "cv", 0.0, 1.0),
+        work=2.0 * 64**3,
+    )
+    samples = _samples([1500, 1600, 0, 1700, 1900])
+    samples[2].sm_clock_mhz = float("nan")  # an unreadable value is no reading
+    result.telemetry = telemetry.summarize_window(samples)
+    assert "reasons" not in result.telemetry
+    clock = next(m for m in measurements_for(result) if m.metric == "sm_clock")
+    # four readings: the median is the mean of the middle two, not the upper one
+    assert clock.value == 1650 and clock.samples == [1500, 1600, 1700, 1900]
+    assert clock.value == summary_row(result, 0.02)["telemetry"]["sm_clock_mhz"]["median"]
