@@ -81,7 +81,7 @@ def timed_job(work: Path, cache: Path, out: Path) -> tuple[float, float, dict]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     with open(os.devnull, "w") as sink:
-        ctx = RunContext(out=out, emit=Emitter(sink), work=work, kind="hipify-scan")
+        ctx = RunContext(out=out, emit=Emitter(sink), work=work)
         fresh_process_state()
         before = os.times()
         started = time.monotonic()

@@ -208,7 +208,7 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
     """
     params = apply_defaults(kind.params_schema, params)
     started_at = utc_now_iso()
-    ctx = RunContext(out=out, emit=emit, work=work, kind=kind.name)
+    ctx = RunContext(out=out, emit=emit, work=work)
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (an in-process caller): no handler

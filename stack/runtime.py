@@ -99,7 +99,6 @@ class RunContext:
     out: Path
     emit: Emitter
     work: Path
-    kind: str = ""
 
     def write_artifact(
         self,

@@ -54,7 +54,7 @@ def fingerprint(ctx: RunContext) -> tuple[dict[str, Any] | None, list[Artifact],
     from stack.events import Emitter
     from stack.kinds import get_kind, probe
 
-    sub = RunContext(out=ctx.out, emit=Emitter(io.StringIO()), work=ctx.work, kind="probe")
+    sub = RunContext(out=ctx.out, emit=Emitter(io.StringIO()), work=ctx.work)
     try:
         result = probe.run(get_kind("probe").defaults(), sub)
     except Exception as exc:  # a benchmark without a fingerprint still counts

@@ -60,4 +60,4 @@ def ctx(tmp_path: Path, captured: Captured) -> RunContext:
     out.mkdir()
     work = tmp_path / "work"
     work.mkdir()
-    return RunContext(out=out, emit=captured.emitter, work=work, kind="test")
+    return RunContext(out=out, emit=captured.emitter, work=work)

@@ -29,7 +29,7 @@ def _run(kind: str, params: dict, work: Path, out: Path):
 
     module = importlib.import_module(f"stack.kinds.{kind.replace('-', '_')}")
     out.mkdir(exist_ok=True)
-    ctx = RunContext(out=out, emit=Captured().emitter, work=work, kind=kind)
+    ctx = RunContext(out=out, emit=Captured().emitter, work=work)
     result = module.run(validate_params(kind, params), ctx)
     document = build_result(
         kind, result, "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:01.000000Z", out

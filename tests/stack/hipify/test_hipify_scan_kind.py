@@ -28,7 +28,7 @@ def _run(kind_params: dict, work: Path, out: Path):
 
     params = validate_params("hipify-scan", kind_params)
     out.mkdir(exist_ok=True)
-    ctx = RunContext(out=out, emit=Captured().emitter, work=work, kind="hipify-scan")
+    ctx = RunContext(out=out, emit=Captured().emitter, work=work)
     result = run(params, ctx)
     document = build_result(
         "hipify-scan", result, "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:01.000000Z", out
