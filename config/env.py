@@ -45,17 +45,33 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use 1/0, true/false, yes/no)")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def env_int(
+    name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """An integer setting; ``maximum`` refuses what the host cannot give (a cap above it is a
+    typo or a copied config, and would let one job take the machine)."""
     value = _raw(name)
     if value is None or value.strip() == "":
-        return default
+        return default if maximum is None else min(default, maximum)
     try:
         number = int(value)
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from exc
     if minimum is not None and number < minimum:
         raise ImproperlyConfigured(f"{name}={number} must be at least {minimum}")
+    if maximum is not None and number > maximum:
+        raise ImproperlyConfigured(f"{name}={number} is more than this host has ({maximum})")
     return number
+
+
+def host_cpus() -> int:
+    """The CPUs this process may run on (its affinity, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) or 1
+
+
+def host_memory_mb() -> int:
+    """Physical memory in MiB, read once at start-up for the caps derived from it."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

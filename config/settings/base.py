@@ -15,7 +15,17 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_int, env_int_list, env_list, env_map, env_str
+from config.env import (
+    env_bool,
+    env_choice,
+    env_int,
+    env_int_list,
+    env_list,
+    env_map,
+    env_str,
+    host_cpus,
+    host_memory_mb,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("ROCPATH_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -128,6 +138,10 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 
 # --- jobs ---------------------------------------------------------------------
+# What this host can give a job: every resource cap below is derived from it, and an
+# operator's cap above it is refused at start-up (env_int's maximum).
+HOST_CPUS = host_cpus()
+HOST_MEMORY_MB = host_memory_mb()
 # Every job gets a folder ROCPATH_ARTIFACT_ROOT/jobs/<id>/ holding params.json and out/.
 ARTIFACT_ROOT = Path(env_str("ROCPATH_ARTIFACT_ROOT", str(VAR_DIR / "artifacts"))).resolve()
 # auto: docker when the worker's engine answers and has the job image, else local.

@@ -5,7 +5,17 @@ import os
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_int, env_int_list, env_list, env_map, env_str
+from config.env import (
+    env_bool,
+    env_choice,
+    env_int,
+    env_int_list,
+    env_list,
+    env_map,
+    env_str,
+    host_cpus,
+    host_memory_mb,
+)
 from tests.manage_helpers import manage
 
 
@@ -25,6 +35,19 @@ def test_integers_fail_loudly_on_junk_and_below_their_minimum(monkeypatch):
     monkeypatch.setenv("N", "0")
     with pytest.raises(ImproperlyConfigured, match="at least 1"):
         env_int("N", 1, minimum=1)
+
+
+def test_integers_above_what_the_host_has_are_refused_and_defaults_are_clamped(monkeypatch):
+    monkeypatch.setenv("N", "65536")
+    with pytest.raises(ImproperlyConfigured, match="N=65536 is more than this host has"):
+        env_int("N", 1, maximum=24000)
+    monkeypatch.delenv("N")
+    assert env_int("N", 8192, maximum=512) == 512
+
+
+def test_host_capacity_is_what_this_process_can_use():
+    assert host_cpus() == len(os.sched_getaffinity(0))
+    assert 0 < host_memory_mb() < 1 << 30
 
 
 def test_choices_name_the_allowed_values(monkeypatch):
