@@ -72,9 +72,12 @@ class EnvironmentAdmin(admin.ModelAdmin):
         "gpu_count",
         "rocm_version",
         "cuda_version",
-        "last_seen_at",
+        "first_seen_at",
     ]
-    search_fields = ["hostname", "gpu_model", "fingerprint"]
+    search_fields = ["hostname", "gpu_model", "fingerprint", "data_sha256"]
+
+    def has_change_permission(self, request: object, obj: object = None) -> bool:
+        return False  # rows are immutable (jobs/models/environment.py)
 
 
 @admin.register(Measurement)

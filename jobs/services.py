@@ -10,10 +10,12 @@ import hashlib
 import json
 import logging
 import mimetypes
+import re
 import shutil
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -191,32 +193,74 @@ def _resolve_source(
     return project, source
 
 
-HARDWARE_FIELDS: dict[str, tuple[type, ...]] = {
-    "queue": (str,),
-    "gpu_vendor": (str,),
-    "gpu_count": (int,),
-    "gpu_indices": (list,),
-    "memory_mb": (int,),
-    "cpus": (int, float),
-    "pids": (int,),
+MAX_GPUS_PER_JOB = 64
+MAX_GPU_INDEX = 1023
+QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def _bounded(kinds: tuple[type, ...], low: float, high: float) -> Callable[[object], str | None]:
+    names = " or ".join(k.__name__ for k in kinds)
+
+    def check(value: object) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            return f"must be {names}"
+        if value < 0:
+            return "must not be negative"
+        if not low <= value <= high:
+            return f"must be between {low} and {high}"
+        return None
+
+    return check
+
+
+def _gpu_indices(value: object) -> str | None:
+    if not isinstance(value, list):
+        return "must be a list of GPU indices"
+    if not 1 <= len(value) <= MAX_GPUS_PER_JOB:
+        return f"must list between 1 and {MAX_GPUS_PER_JOB} indices"
+    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in value):
+        return "must be a list of non-negative integers"
+    if max(value) > MAX_GPU_INDEX:
+        return f"indices must be at most {MAX_GPU_INDEX}"
+    if len(set(value)) != len(value):
+        return "must not name a GPU twice"
+    return None
+
+
+def _queue(value: object) -> str | None:
+    if not isinstance(value, str) or not QUEUE_NAME.fullmatch(value):
+        return "must be a queue name: letters, digits, - and _, at most 64 characters"
+    return None
+
+
+def _gpu_vendor(value: object) -> str | None:
+    return None if value in ("amd", "nvidia") else "must be amd or nvidia"
+
+
+# The schema of a job's hardware request: each field's check says what is wrong, or None.
+# The executors then clamp the limits to the server's caps.
+HARDWARE_FIELDS: dict[str, Callable[[object], str | None]] = {
+    "queue": _queue,
+    "gpu_vendor": _gpu_vendor,
+    "gpu_count": _bounded((int,), 0, MAX_GPUS_PER_JOB),
+    "gpu_indices": _gpu_indices,
+    "memory_mb": _bounded((int,), 16, 16 * 1024 * 1024),
+    "cpus": _bounded((int, float), 0.01, 4096),
+    "pids": _bounded((int,), 8, 4 * 1024 * 1024),
 }
 
 
 def validate_hardware(hardware: object) -> list[str]:
-    """What a job may ask of its worker; the executors clamp the limits to the server's caps."""
+    """What a job may ask of its worker, each problem as "field: what is wrong"."""
     if not isinstance(hardware, dict):
         return ["Must be an object."]
     problems = []
     for key, value in hardware.items():
-        kinds = HARDWARE_FIELDS.get(key)
-        if kinds is None:
-            problems.append(f"{key}: unknown field (known: {', '.join(HARDWARE_FIELDS)})")
-        elif isinstance(value, bool) or not isinstance(value, kinds):
-            problems.append(f"{key}: must be {' or '.join(k.__name__ for k in kinds)}")
-        elif isinstance(value, int | float) and value < 0:
-            problems.append(f"{key}: must not be negative")
-    if hardware.get("gpu_vendor") not in (None, "amd", "nvidia"):
-        problems.append("gpu_vendor: must be amd or nvidia")
+        check = HARDWARE_FIELDS.get(key)
+        if check is None:
+            problems.append(f"{str(key)[:64]}: unknown field (known: {', '.join(HARDWARE_FIELDS)})")
+        elif problem := check(value):
+            problems.append(f"{key}: {problem}")
     return problems
 
 
@@ -616,16 +660,36 @@ def environment_identity(data: dict, *, image_digest: str = "") -> dict:
     }
 
 
+def environment_digest(data: dict, *, image: str = "", image_digest: str = "") -> str:
+    """The identity of an Environment row: a hash of everything it stores.
+
+    Two results share a row only when every byte of their fingerprint is the same, so no
+    job's row is ever rewritten by another's (jobs/migrations/0005 computes the same hash).
+    """
+    canonical = json.dumps(
+        {"data": data, "image": image, "image_digest": image_digest},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def record_environment(data: dict, *, image: str = "", image_digest: str = "") -> Environment:
+    """The row of exactly this fingerprint: made the first time it is seen, never changed.
+
+    ``fingerprint`` (the comparable parts, environment_identity) is shared by every row of one
+    machine and stack, which is what results are compared by.
+    """
+    image, image_digest = image[:300], image_digest[:100]
     identity = environment_identity(data, image_digest=image_digest)
     fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     gpus = data.get("gpus") or []
     first = gpus[0] if gpus else {}
     software = data.get("software") or {}
-    now = timezone.now()
-    env, created = Environment.objects.get_or_create(
-        fingerprint=fingerprint,
+    env, _ = Environment.objects.get_or_create(
+        data_sha256=environment_digest(data, image=image, image_digest=image_digest),
         defaults={
+            "fingerprint": fingerprint,
             "data": data,
             "hostname": str((data.get("host") or {}).get("hostname") or "")[:255],
             "cpu_model": str((data.get("host") or {}).get("cpu_model") or "")[:255],
@@ -638,12 +702,10 @@ def record_environment(data: dict, *, image: str = "", image_digest: str = "") -
             ],
             "rocm_version": str(software.get("rocm_version") or "")[:64],
             "cuda_version": str(software.get("cuda_version") or "")[:64],
-            "image": image[:300],
-            "image_digest": image_digest[:100],
+            "image": image,
+            "image_digest": image_digest,
         },
     )
-    if not created:
-        Environment.objects.filter(pk=env.pk).update(last_seen_at=now, data=data)
     return env
 
 

@@ -1,7 +1,9 @@
 """Charts drawn on the server as SVG with pygal: no JavaScript, nothing from a CDN.
 
 Pages embed the SVG inline, so a chart works on an air-gapped cluster and in a
-downloaded HTML report alike.
+downloaded HTML report alike. The SVG's own <style> passes the page's CSP only with the
+response's nonce: templates show a chart as ``{{ chart|with_nonce:request.csp_nonce }}``
+(portal/templatetags/charts.py).
 """
 
 from __future__ import annotations
@@ -40,12 +42,14 @@ _COMMON = {
 
 
 _SCRIPT = re.compile(r"<script\b.*?</script>", re.S)
+# pygal hides its tooltip with a style attribute, which the CSP refuses; rocpath.css hides it.
+_TOOLTIP_STYLE = ' style="opacity: 0"'
 
 
 def _render(chart: pygal.graph.graph.Graph) -> SafeString:
     # pygal still writes an inline config <script> for its tooltips; a static chart
     # needs none, and pages then need no script-src exception for charts.
-    svg = _SCRIPT.sub("", chart.render(is_unicode=True))
+    svg = _SCRIPT.sub("", chart.render(is_unicode=True)).replace(_TOOLTIP_STYLE, "")
     return mark_safe(svg)  # noqa: S308 - pygal escapes the labels and values it draws
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from django import forms
 
+from jobs.api.parsers import JSONLimitError, loads_bounded
 from portal.models import AdoptionProject, Team
 from stack.kinds import KINDS
 
@@ -35,9 +34,9 @@ class JobSubmitForm(forms.Form):
     def clean_params(self) -> dict:
         raw = self.cleaned_data.get("params") or "{}"
         try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
+            value = loads_bounded(raw, what="The parameters")
+        except JSONLimitError as exc:
+            raise forms.ValidationError(str(exc)) from None
         if not isinstance(value, dict):
             raise forms.ValidationError("Parameters must be a JSON object.")
         return value

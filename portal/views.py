@@ -12,9 +12,12 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from jobs import services
+from jobs.api.authentication import rotate_token, token_expires_at
+from jobs.api.errors import bound_errors
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import IllegalTransition, Job
@@ -130,7 +133,8 @@ def job_submit(request: HttpRequest) -> HttpResponse:
                 launch_type=LaunchType.MANUAL,
             )
         except services.SubmissionError as exc:
-            for field, errors in exc.errors.items():
+            # Bounded: a message may quote what was sent, and that may be a megabyte.
+            for field, errors in bound_errors(exc.errors).items():
                 for error in errors:
                     form.add_error(field if field in form.fields else None, error)
         else:
@@ -183,16 +187,22 @@ def artifact_download(request: HttpRequest, pk: int, artifact_pk: int) -> FileRe
 
 @login_required
 def api_token(request: HttpRequest) -> HttpResponse:
-    """Show the user's API token; POST makes a new one (the old one stops working)."""
+    """Show the user's API token and when it expires; POST makes a new one (the old one stops
+    working)."""
     from rest_framework.authtoken.models import Token
 
     if request.method == "POST":
-        Token.objects.filter(user=request.user).delete()
-        Token.objects.create(user=request.user)
+        rotate_token(request.user)
         messages.success(request, "A new API token was made; the old one no longer works.")
         return redirect("portal:api-token")
     token = Token.objects.filter(user=request.user).first()
-    return render(request, "portal/api_token.html", {"token": token})
+    context = {
+        "token": token,
+        "expires_at": token_expires_at(token) if token else None,
+        "expired": token is not None and token_expires_at(token) <= timezone.now(),
+        "ttl_days": settings.ROCPATH_TOKEN_TTL_DAYS,
+    }
+    return render(request, "portal/api_token.html", context)
 
 
 @login_required

@@ -9,10 +9,13 @@ without the values that must not be guessed.
 from __future__ import annotations
 
 import os
+import re
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
@@ -58,6 +61,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "axes",
+    "csp",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
@@ -75,6 +80,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a refused sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -226,17 +234,32 @@ CELERY_BEAT_SCHEDULE = {
 # --- API ----------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "jobs.api.authentication.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Rates: the security section below (ROCPATH_THROTTLE_*); jobs/api/throttles.py says why
+    # each scope exists.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "jobs.api.throttles.AnonThrottle",
+        "jobs.api.throttles.UserThrottle",
+        "jobs.api.throttles.AddressThrottle",
+        "jobs.api.throttles.SubmitThrottle",
+    ],
+    # JSON bodies are bounded in size and depth (ROCPATH_JSON_MAX_*): a deep one is a 400.
+    "DEFAULT_PARSER_CLASSES": [
+        "jobs.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    # Error bodies are bounded too: a validation message never echoes a huge input back.
+    "EXCEPTION_HANDLER": "jobs.api.errors.bounded_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_RENDERER_CLASSES": [
-        "rest_framework.renderers.JSONRenderer",
-        "rest_framework.renderers.BrowsableAPIRenderer",
-    ],
+    # JSON only: the browsable API's pages need inline styles the CSP refuses, and
+    # /api/docs/ is the interactive view of the API.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "rocpath API",
@@ -245,8 +268,78 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- security: auth and hardening ---------------------------------------------
+# Sign-in lockout (django-axes): after ROCPATH_LOGIN_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is refused for ROCPATH_LOGIN_COOLOFF_MINUTES (each
+# further try restarts the wait). The session sign-in and the admin's both go through
+# django.contrib.auth.authenticate, which the axes backend guards. Admins unlock early by
+# deleting the row under Axes > Access attempts, or `manage.py axes_reset_username NAME`.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("ROCPATH_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("ROCPATH_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_RESET_ON_SUCCESS = True
+
+# API tokens expire this many days after they were made; rotating makes a new one.
+ROCPATH_TOKEN_TTL_DAYS = env_int("ROCPATH_TOKEN_TTL_DAYS", 30, minimum=1)
+
+_RATE = re.compile(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)")
+
+
+def _rate(name: str, default: str) -> str:
+    """A DRF throttle rate, checked at start-up rather than at the first request."""
+    value = (env_str(name, default) or "").strip()
+    if not _RATE.fullmatch(value):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate like 120/minute")
+    return value
+
+
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
+    "anon": _rate("ROCPATH_THROTTLE_ANON", "30/minute"),
+    "user": _rate("ROCPATH_THROTTLE_USER", "240/minute"),
+    "address": _rate("ROCPATH_THROTTLE_ADDRESS", "600/minute"),
+    "submit": _rate("ROCPATH_THROTTLE_SUBMIT", "30/minute"),
+}
+# Throttle history lives in the cache: this process's memory by default (each web worker
+# counts on its own), Redis when CACHE_URL names one (shared by every web worker and host).
+CACHE_URL = env_str("CACHE_URL", "") or ""
+if not CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+elif CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+        }
+    }
+else:
+    raise ImproperlyConfigured(f"CACHE_URL={CACHE_URL!r}: only redis:// URLs are supported")
+
+# JSON bodies of the API and the JSON fields of the forms: larger or deeper is a 400.
+ROCPATH_JSON_MAX_BYTES = env_int("ROCPATH_JSON_MAX_BYTES", 1024**2, minimum=1024)
+ROCPATH_JSON_MAX_DEPTH = env_int("ROCPATH_JSON_MAX_DEPTH", 32, minimum=2, maximum=200)
+
+# Content-Security-Policy (django-csp): scripts and styles from our own static files only.
+# Inline <style> is allowed only with the response's nonce: the pygal charts (portal/charts.py)
+# and the downloaded porting report carry one; nothing a user wrote can.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, NONCE],
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
 }
 
 LOGGING = {

@@ -88,8 +88,8 @@ class EnvironmentSerializer(serializers.ModelSerializer):
             "cuda_version",
             "image",
             "image_digest",
+            "data_sha256",
             "first_seen_at",
-            "last_seen_at",
             "data",
         ]
 
@@ -213,3 +213,9 @@ class KindSerializer(serializers.Serializer):
     description = serializers.CharField()
     default_timeout_s = serializers.IntegerField()
     params_schema = serializers.DictField()
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField()
+    created = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()

@@ -13,6 +13,7 @@ router.register("teams", views.TeamViewSet, basename="team")
 
 urlpatterns = [
     path("kinds/", views.KindListView.as_view(), name="kinds"),
+    path("token/rotate/", views.TokenRotateView.as_view(), name="token-rotate"),
     path(
         "jobs/<int:job_pk>/artifacts/<int:pk>/download/",
         views.ArtifactDownloadView.as_view(),

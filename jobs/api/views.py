@@ -13,12 +13,14 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import services
+from jobs.api.authentication import rotate_token, token_expires_at
+from jobs.api.parsers import BoundedJSONParser
 from jobs.api.serializers import (
     ArtifactSerializer,
     EnvironmentSerializer,
@@ -33,6 +35,7 @@ from jobs.api.serializers import (
     SourceCreateSerializer,
     SourceSerializer,
     TeamSerializer,
+    TokenSerializer,
 )
 from jobs.choices import JobStatus, LaunchType
 from jobs.models import Artifact, Environment, IllegalTransition, Job
@@ -267,7 +270,9 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(porting_report(self.get_object()))
 
     @extend_schema(request=SourceCreateSerializer, responses={201: SourceSerializer})
-    @action(detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, JSONParser])
+    @action(
+        detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, BoundedJSONParser]
+    )
     def sources(self, request: Request, pk: str | None = None) -> Response:
         """The project's code snapshots; POST an archive (multipart) or a git URL."""
         project = self.get_object()
@@ -313,4 +318,16 @@ class KindListView(APIView):
                 }
                 for k in sorted(KINDS.values(), key=lambda k: k.name)
             ]
+        )
+
+
+class TokenRotateView(APIView):
+    """A new API token for the caller; the one it was called with stops working at once."""
+
+    @extend_schema(request=None, responses={201: TokenSerializer})
+    def post(self, request: Request) -> Response:
+        token = rotate_token(request.user)
+        return Response(
+            {"token": token.key, "created": token.created, "expires_at": token_expires_at(token)},
+            status=status.HTTP_201_CREATED,
         )

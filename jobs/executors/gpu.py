@@ -120,8 +120,18 @@ def request_for(hardware: dict, inventory: dict, lendable: list[int] | None) -> 
     """
     if not wants_gpus(hardware):
         return None
-    count = int(hardware.get("gpu_count") or 0)
-    named = [int(i) for i in hardware.get("gpu_indices") or []]
+    # Submission validates these (jobs.services.validate_hardware); a row written before that
+    # check, or by hand, must still end its job with a message rather than crash the worker.
+    count = hardware.get("gpu_count") or 0
+    named = hardware.get("gpu_indices") or []
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise GpuUnavailable(f"gpu_count must be a non-negative integer, not {count!r:.40}")
+    if not isinstance(named, list) or any(
+        isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in named
+    ):
+        raise GpuUnavailable(
+            f"gpu_indices must be a list of non-negative integers, not {named!r:.80}"
+        )
     vendor = hardware.get("gpu_vendor")
     gpus = [g for g in inventory.get("gpus") or [] if not vendor or g.get("vendor") == vendor]
     if not gpus:

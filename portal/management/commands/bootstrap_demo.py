@@ -1,4 +1,9 @@
-"""Create (once) a demo team, project and user, and print how to sign in."""
+"""Create (once) a demo team, project and user, and print how to sign in.
+
+The demo user is an ordinary admin of the demo team, not a superuser or staff: its password
+sits in a file under var/, and a superuser sees every team and the Django admin. Operators
+make their own superuser with `manage.py createsuperuser`.
+"""
 
 from __future__ import annotations
 
@@ -36,12 +41,15 @@ class Command(BaseCommand):
         if user is None or not password_file.exists():
             password = secrets.token_urlsafe(12)
             if user is None:
-                user = users.create_superuser(username=username, email="", password=password)
+                user = users.create_user(username=username, email="", password=password)
             else:
                 user.set_password(password)
                 user.save(update_fields=["password"])
             settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
             password_file.write_text(password)
             password_file.chmod(0o600)
-        Membership.objects.get_or_create(team=team, user=user, defaults={"role": Role.ADMIN})
+        if user.is_superuser or user.is_staff:  # made by an older bootstrap_demo
+            user.is_superuser = user.is_staff = False
+            user.save(update_fields=["is_superuser", "is_staff"])
+        Membership.objects.update_or_create(team=team, user=user, defaults={"role": Role.ADMIN})
         self.stdout.write(f"login: {username} / {password_file.read_text().strip()}")

@@ -1,0 +1,56 @@
+"""Request rates of the API, per scope (rates: ROCPATH_THROTTLE_*, docs/configuration.md).
+
+- anon: callers without credentials, per address (the schema and docs are public).
+- user: each signed-in user or token, whatever address it comes from.
+- address: every caller from one address together, so many accounts on one machine do not
+  multiply the allowance.
+- submit: job submissions (create and rerun) per user, stricter, since each one queues work.
+
+Past a rate the answer is 429 with Retry-After. The rates are read when a request comes, not
+when the module is imported, so a changed setting (a test's) takes effect.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rest_framework.settings import api_settings
+from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
+
+if TYPE_CHECKING:  # rest_framework.views imports this module through the settings
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
+
+class _RateFromSettings:
+    scope: str
+
+    def get_rate(self) -> str | None:
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+
+class AnonThrottle(_RateFromSettings, AnonRateThrottle):
+    scope = "anon"
+
+
+class UserThrottle(_RateFromSettings, UserRateThrottle):
+    scope = "user"
+
+
+class AddressThrottle(_RateFromSettings, SimpleRateThrottle):
+    scope = "address"
+
+    def get_cache_key(self, request: Request, view: APIView) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+class SubmitThrottle(_RateFromSettings, UserRateThrottle):
+    scope = "submit"
+    ACTIONS = ("create", "rerun")
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        if request.method != "POST" or getattr(view, "basename", None) != "job":
+            return True
+        if getattr(view, "action", None) not in self.ACTIONS:
+            return True
+        return super().allow_request(request, view)

@@ -1,0 +1,224 @@
+"""Sign-in and API credentials: lockout, throttling, token expiry and rotation, the demo user."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from portal.choices import Role
+from portal.models import Membership
+from tests.factories import add_member, make_user
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def member(team):
+    user = make_user("mallory-target", password=PASSWORD)
+    add_member(team, user, Role.MEMBER)
+    return user
+
+
+def _sign_in(client: Client, username: str, password: str, path: str = "/accounts/login/"):
+    return client.post(path, {"username": username, "password": password})
+
+
+def _signed_in(response) -> bool:
+    return response.wsgi_request.user.is_authenticated
+
+
+# --- lockout ----------------------------------------------------------------------
+def test_25_wrong_passwords_lock_the_account_and_the_right_one_is_then_refused(member, settings):
+    client = Client()
+    for _ in range(25):
+        response = _sign_in(client, member.username, "wrong")
+        assert not _signed_in(response)
+    response = _sign_in(client, member.username, PASSWORD)
+    assert not _signed_in(response)
+    assert response.status_code == 429
+    text = response.content.decode()
+    assert "locked" in text.lower() and str(settings.AXES_FAILURE_LIMIT) in text
+
+
+def test_the_lock_holds_from_the_failure_limit_on(member, settings):
+    client = Client()
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        _sign_in(client, member.username, "wrong")
+    assert _signed_in(_sign_in(Client(), member.username, PASSWORD))  # not yet locked
+    client = Client()
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        _sign_in(client, member.username, "wrong")
+    assert not _signed_in(_sign_in(Client(), member.username, PASSWORD))
+
+
+def test_a_locked_account_signs_in_again_after_the_cool_off(member, settings):
+    from axes.models import AccessAttempt
+
+    client = Client()
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        _sign_in(client, member.username, "wrong")
+    assert not _signed_in(_sign_in(client, member.username, PASSWORD))
+    # The cool-off passes: the attempts are now older than it.
+    AccessAttempt.objects.update(
+        attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
+    )
+    assert _signed_in(_sign_in(client, member.username, PASSWORD))
+
+
+def test_an_admin_unlocks_a_locked_account(member, settings):
+    from axes.utils import reset
+
+    client = Client()
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        _sign_in(client, member.username, "wrong")
+    assert not _signed_in(_sign_in(client, member.username, PASSWORD))
+    reset(username=member.username)  # what the AccessAttempt admin's delete does
+    assert _signed_in(_sign_in(client, member.username, PASSWORD))
+
+
+def test_one_users_lock_does_not_lock_another_user(member, team, settings):
+    other = make_user("other", password=PASSWORD)
+    add_member(team, other, Role.MEMBER)
+    client = Client()
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        _sign_in(client, member.username, "wrong")
+    assert _signed_in(_sign_in(client, other.username, PASSWORD))
+
+
+def test_the_admin_login_locks_too(team, settings):
+    admin = make_user("root", password=PASSWORD)
+    admin.is_staff = admin.is_superuser = True
+    admin.save()
+    client = Client()
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        _sign_in(client, "root", "wrong", "/admin/login/")
+    response = _sign_in(client, "root", PASSWORD, "/admin/login/")
+    assert not _signed_in(response) and response.status_code == 429
+
+
+# --- throttling -------------------------------------------------------------------
+def _rates(settings, **rates: str) -> None:
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], **rates},
+    }
+
+
+def test_a_user_past_the_rate_gets_429_with_retry_after(api, settings):
+    _rates(settings, user="3/minute")
+    for _ in range(3):
+        assert api.get("/api/v1/jobs/").status_code == 200
+    response = api.get("/api/v1/jobs/")
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) > 0
+    assert "throttled" in response.json()["detail"].lower()
+
+
+def test_each_user_has_their_own_allowance(api, team, settings):
+    _rates(settings, user="2/minute")
+    for _ in range(2):
+        api.get("/api/v1/jobs/")
+    assert api.get("/api/v1/jobs/").status_code == 429
+    other = make_user("bob")
+    add_member(team, other, Role.MEMBER)
+    client = APIClient()
+    client.force_authenticate(other)
+    assert client.get("/api/v1/jobs/").status_code == 200
+
+
+def test_one_address_is_throttled_across_users(team, settings):
+    _rates(settings, address="3/minute")
+    clients = []
+    for n in range(4):
+        user = make_user(f"sock{n}")
+        add_member(team, user, Role.MEMBER)
+        client = APIClient()
+        client.force_authenticate(user)
+        clients.append(client)
+    assert [c.get("/api/v1/jobs/").status_code for c in clients] == [200, 200, 200, 429]
+
+
+def test_anonymous_callers_are_throttled_by_address(db, settings):
+    _rates(settings, anon="2/minute")
+    client = APIClient()
+    codes = [client.get("/api/schema/").status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+
+
+def test_job_submission_has_its_own_stricter_rate(api, settings, no_enqueue):
+    _rates(settings, submit="2/minute")
+    for _ in range(2):
+        assert api.post("/api/v1/jobs/", {"kind": "noop"}, format="json").status_code == 201
+    assert api.post("/api/v1/jobs/", {"kind": "noop"}, format="json").status_code == 429
+    assert api.get("/api/v1/jobs/").status_code == 200  # reading is not submitting
+
+
+# --- tokens -----------------------------------------------------------------------
+def _token_client(token: Token) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def test_a_token_older_than_its_ttl_is_refused_as_expired(user, settings):
+    token = Token.objects.create(user=user)
+    assert _token_client(token).get("/api/v1/jobs/").status_code == 200
+    Token.objects.filter(pk=token.pk).update(
+        created=timezone.now() - timedelta(days=settings.ROCPATH_TOKEN_TTL_DAYS, seconds=1)
+    )
+    response = _token_client(token).get("/api/v1/jobs/")
+    assert response.status_code == 401
+    assert "token expired" in response.json()["detail"].lower()
+
+
+def test_a_token_rotates_through_the_api_and_the_old_one_stops_working(user):
+    token = Token.objects.create(user=user)
+    client = _token_client(token)
+    response = client.post("/api/v1/token/rotate/")
+    assert response.status_code == 201
+    body = response.json()
+    assert body["token"] != token.key and body["expires_at"]
+    assert _token_client(token).get("/api/v1/jobs/").status_code == 401
+    fresh = Token.objects.get(user=user)
+    assert fresh.key == body["token"]
+    assert _token_client(fresh).get("/api/v1/jobs/").status_code == 200
+
+
+def test_the_token_page_says_when_the_token_expires(user):
+    client = Client()
+    client.force_login(user)
+    client.post("/account/token/")
+    token = Token.objects.get(user=user)
+    html = client.get("/account/token/").content.decode()
+    expires = token.created + timedelta(days=30)
+    assert "expires" in html.lower() and f"{expires:%Y-%m-%d}" in html
+
+
+# --- the demo user ----------------------------------------------------------------
+def test_the_demo_user_is_an_ordinary_admin_of_the_demo_team(db, settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    call_command("bootstrap_demo", stdout=io.StringIO())
+    from django.contrib.auth import get_user_model
+
+    demo = get_user_model().objects.get(username="demo")
+    assert not demo.is_superuser and not demo.is_staff
+    membership = Membership.objects.get(user=demo)
+    assert membership.team.slug == "demo" and membership.role == Role.ADMIN
+
+
+def test_a_demo_superuser_from_an_older_bootstrap_is_demoted(db, settings, tmp_path):
+    from django.contrib.auth import get_user_model
+
+    settings.VAR_DIR = tmp_path
+    get_user_model().objects.create_superuser(username="demo", email="", password="x")
+    (tmp_path / "demo_password").write_text("x")
+    call_command("bootstrap_demo", stdout=io.StringIO())
+    demo = get_user_model().objects.get(username="demo")
+    assert not demo.is_superuser and not demo.is_staff
