@@ -63,6 +63,10 @@ class BenchStack:
                 "ROCPATH_EXECUTOR": executor,
                 "SECRET_KEY": "bench-only",
                 "LOG_LEVEL": "WARNING",
+                # The bench submits hundreds of jobs a minute from one token and address.
+                "ROCPATH_THROTTLE_USER": "1000000/minute",
+                "ROCPATH_THROTTLE_ADDRESS": "1000000/minute",
+                "ROCPATH_THROTTLE_SUBMIT": "1000000/minute",
                 **(extra_env or {}),
             }
         )

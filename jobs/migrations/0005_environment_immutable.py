@@ -4,6 +4,8 @@ Existing rows get their hash here. Until now a row's data was overwritten by whi
 ran last on the same fingerprint, so the data each row holds now is the last one written;
 the earlier jobs' own data is gone and cannot be recovered. Rows whose hash comes out the
 same are merged: jobs and measurements move to the oldest, the others are deleted.
+The constraints come in 0006, a transaction of their own: PostgreSQL will not alter a table
+with the deferred foreign-key checks of these updates still pending.
 """
 
 import hashlib
@@ -51,22 +53,4 @@ class Migration(migrations.Migration):
             field=models.CharField(max_length=64, null=True),
         ),
         migrations.RunPython(hash_rows, migrations.RunPython.noop),
-        migrations.AlterField(
-            model_name="environment",
-            name="data_sha256",
-            field=models.CharField(max_length=64, unique=True),
-        ),
-        migrations.AlterField(
-            model_name="environment",
-            name="fingerprint",
-            field=models.CharField(db_index=True, max_length=64),
-        ),
-        migrations.RemoveField(
-            model_name="environment",
-            name="last_seen_at",
-        ),
-        migrations.AlterModelOptions(
-            name="environment",
-            options={"ordering": ["-first_seen_at", "-id"]},
-        ),
     ]

@@ -270,3 +270,32 @@ def test_the_api_shows_a_team_only_the_environment_its_own_job_produced(api, tea
     client.force_authenticate(outsider)
     rows = client.get("/api/v1/environments/").json()["results"]
     assert [r["data"]["tools"]["rocminfo"]["error"] for r in rows] == ["theirs"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_hashes_existing_environments_and_merges_identical_ones():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("jobs", "0004_gpu_lease")], [("jobs", "0006_environment_data_sha256_unique")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    Env, Job, Team = (
+        old.get_model(*m) for m in (("jobs", "Environment"), ("jobs", "Job"), ("portal", "Team"))
+    )
+    team = Team.objects.create(name="Old", slug="old")
+    data = _fingerprint("old run")
+    kept = Env.objects.create(fingerprint="a" * 64, data=data)
+    twin = Env.objects.create(fingerprint="b" * 64, data=data)  # same data, written by hand
+    other = Env.objects.create(fingerprint="c" * 64, data=_fingerprint("another"))
+    job = Job.objects.create(kind="noop", team=team, timeout_s=60, environment=twin)
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps
+    Env, Job = new.get_model("jobs", "Environment"), new.get_model("jobs", "Job")
+    assert set(Env.objects.values_list("pk", flat=True)) == {kept.pk, other.pk}
+    assert Job.objects.get(pk=job.pk).environment_id == kept.pk
+    assert Env.objects.get(pk=kept.pk).data_sha256 == services.environment_digest(data)
+    MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
