@@ -284,6 +284,10 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env_int("ROCPATH_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("ROCPATH_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The client address the lockout and the API throttles count by: the connection's, unless
+# ROCPATH_PROXY_COUNT reverse proxies in front are trusted to append to X-Forwarded-For.
+ROCPATH_PROXY_COUNT = env_int("ROCPATH_PROXY_COUNT", 0, minimum=0)
+AXES_CLIENT_IP_CALLABLE = "jobs.api.throttles.client_address"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_RESET_ON_SUCCESS = True
 

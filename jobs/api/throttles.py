@@ -6,14 +6,16 @@
   multiply the allowance.
 - submit: job submissions (create and rerun) per user, stricter, since each one queues work.
 
-Past a rate the answer is 429 with Retry-After. The rates are read when a request comes, not
+The address is client_address's, the same one django-axes locks sign-ins by. Past a rate the
+answer is 429 with Retry-After. The rates are read when a request comes, not
 when the module is imported, so a changed setting (a test's) takes effect.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
 
@@ -22,11 +24,30 @@ if TYPE_CHECKING:  # rest_framework.views imports this module through the settin
     from rest_framework.views import APIView
 
 
+def client_address(request: Any) -> str:
+    """The caller's address: the connection's, or with ROCPATH_PROXY_COUNT trusted proxies in
+    front, the one the outermost of them saw (X-Forwarded-For read from the right).
+
+    DRF's own get_ident believes the first X-Forwarded-For entry when NUM_PROXIES is unset,
+    which any client can write, so every scope here (and django-axes) uses this instead.
+    """
+    remote = request.META.get("REMOTE_ADDR", "")
+    proxies = settings.ROCPATH_PROXY_COUNT
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if proxies == 0 or not forwarded:
+        return remote
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    return hops[-min(proxies, len(hops))] if hops else remote
+
+
 class _RateFromSettings:
     scope: str
 
     def get_rate(self) -> str | None:
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def get_ident(self, request: Request) -> str:
+        return client_address(request)
 
 
 class AnonThrottle(_RateFromSettings, AnonRateThrottle):

@@ -145,6 +145,31 @@ def test_one_address_is_throttled_across_users(team, settings):
     assert [c.get("/api/v1/jobs/").status_code for c in clients] == [200, 200, 200, 429]
 
 
+def test_a_forged_x_forwarded_for_does_not_get_a_new_allowance(db, settings):
+    _rates(settings, anon="2/minute")
+    client = APIClient()
+    codes = [
+        client.get("/api/schema/", HTTP_X_FORWARDED_FOR=f"10.0.0.{n}").status_code for n in range(3)
+    ]
+    assert codes == [200, 200, 429]
+
+
+def test_a_forged_x_forwarded_for_does_not_escape_the_lockout(member, settings):
+    client = Client()
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        client.post(
+            "/accounts/login/",
+            {"username": member.username, "password": "wrong"},
+            HTTP_X_FORWARDED_FOR=f"10.0.0.{n}",
+        )
+    response = client.post(
+        "/accounts/login/",
+        {"username": member.username, "password": PASSWORD},
+        HTTP_X_FORWARDED_FOR="10.9.9.9",
+    )
+    assert not _signed_in(response)
+
+
 def test_anonymous_callers_are_throttled_by_address(db, settings):
     _rates(settings, anon="2/minute")
     client = APIClient()
@@ -222,3 +247,16 @@ def test_a_demo_superuser_from_an_older_bootstrap_is_demoted(db, settings, tmp_p
     call_command("bootstrap_demo", stdout=io.StringIO())
     demo = get_user_model().objects.get(username="demo")
     assert not demo.is_superuser and not demo.is_staff
+
+
+def test_behind_one_trusted_proxy_the_address_it_saw_counts(settings):
+    from django.test import RequestFactory
+
+    from jobs.api.throttles import client_address
+
+    request = RequestFactory().get(
+        "/", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7"
+    )
+    assert client_address(request) == "127.0.0.1"  # no proxy trusted: the header is ignored
+    settings.ROCPATH_PROXY_COUNT = 1
+    assert client_address(request) == "203.0.113.7"  # not the forged first entry
