@@ -177,7 +177,8 @@ def extract_upload(snapshot_id: int) -> None:
     if snapshot is None or snapshot.status != SourceSnapshot.Status.PENDING:
         return
     base = snapshot_dir(snapshot.pk)
-    fmt = archive_format(snapshot.name) if snapshot.name else "zip"
+    # The stored file's name says its format (the snapshot's name may be cut at 300).
+    fmt = "zip" if (base / ARCHIVE_FILE["zip"]).is_file() else "tar"
     archive = base / ARCHIVE_FILE[fmt]
     # A redelivered task (its worker was killed) starts again from the archive.
     _remove_staging(base, max_age=None)
