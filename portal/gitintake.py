@@ -41,7 +41,7 @@ from django.conf import settings
 from portal.archives import Limits, SourceError
 
 _HOST = re.compile(r"^(?!-)[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$")
-_SCP = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]+)@)?(?P<host>[A-Za-z0-9.-]+):(?P<path>[^/].*)$")
+_SCP = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]+)@)?(?P<host>[A-Za-z0-9.-]+):(?P<path>.+)$")
 _REF = re.compile(r"^(?![-/.])[A-Za-z0-9._/+-]{1,200}$")
 POLL_S = 0.05
 HTTPS_ONLY = "use an https:// URL (ssh:// and git@ need a key an operator set up for your team)"
