@@ -129,3 +129,10 @@ class SourceSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project} source {self.pk} ({self.origin})"
+
+    @property
+    def status_label(self) -> str:
+        """What the page shows: a pending upload is being extracted, a pending clone cloned."""
+        if self.status == self.Status.PENDING:
+            return "Extracting…" if self.origin == self.Origin.UPLOAD else "Cloning…"
+        return self.get_status_display()

@@ -1,270 +1,224 @@
-"""Bringing a team's code in: uploaded archives and git clones, safely.
+"""Bringing a team's code in: uploaded archives and git clones, on a worker.
 
-An archive is checked member by member before anything is written: no path may
-leave the target (absolute paths, ``..``, symlinks or hard links pointing out),
-no device files, and limits on total size, file count and compression ratio
-stop zip bombs. Extraction goes to a temporary folder that is renamed into place
-only when everything succeeded, so a rejected archive leaves nothing behind.
+The web request does only what is cheap and refuses early: the archive's type and
+size, the team's quota, and the member list (``portal.archives.survey``: names, types,
+links, declared sizes; nothing is written). It stores the upload in the snapshot's
+folder and creates the snapshot pending ("extracting…"); after commit a worker task
+(``jobs.extract_source``) checks everything again and writes the tree, by
+construction unable to leave it (``portal.archives.materialise``). Git sources are
+checked against the intake policy (``portal.gitintake``) when added and again on the
+worker before the clone (``jobs.fetch_git_source``).
+
+Whatever fails leaves nothing behind: staging lives in ``.upload-*``, ``.extract-*``
+and ``.clone*`` entries that a periodic task (``jobs.reap_source_staging``) removes
+once no process can still own them, such as after a killed worker.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
-import stat
-import subprocess
-import tarfile
-import tempfile
-import zipfile
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+import time
+from datetime import timedelta
+from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
 
-from portal.models import AdoptionProject, SourceSnapshot
+from portal import archives, gitintake
+from portal.archives import Limits, SourceError
+from portal.models import AdoptionProject, SourceSnapshot, Team
+
+__all__ = ["Limits", "SourceError", "add_git", "add_upload", "clone", "extract_upload"]
+
+logger = logging.getLogger(__name__)
+
+# The archive types we take, by name: the suffix picks the reader.
+ARCHIVE_FORMATS = {
+    ".tar.gz": "tar",
+    ".tgz": "tar",
+    ".tar": "tar",
+    ".tar.bz2": "tar",
+    ".tar.xz": "tar",
+    ".zip": "zip",
+}
+ARCHIVE_FILE = {"tar": "archive.tar", "zip": "archive.zip"}  # in the snapshot's folder
+STAGING_PREFIXES = (".upload-", ".extract-", ".clone")
+EXTRACT_TASK = "jobs.extract_source"
+CLONE_TASK = "jobs.fetch_git_source"
 
 
-class SourceError(Exception):
-    """The archive or repository was refused; the message names the offending member."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_bytes: int
-    max_files: int
-    max_ratio: float
-
-    @classmethod
-    def from_settings(cls) -> Limits:
-        return cls(
-            max_bytes=settings.ROCPATH_SOURCE_MAX_BYTES,
-            max_files=settings.ROCPATH_SOURCE_MAX_FILES,
-            max_ratio=settings.ROCPATH_SOURCE_MAX_RATIO,
-        )
+def sources_root() -> Path:
+    return Path(settings.ARTIFACT_ROOT) / "sources"
 
 
 def snapshot_dir(snapshot_id: int) -> Path:
-    return Path(settings.ARTIFACT_ROOT) / "sources" / str(snapshot_id)
+    return sources_root() / str(snapshot_id)
 
 
 def tree_of(snapshot: SourceSnapshot) -> Path:
     return snapshot_dir(snapshot.pk) / "tree"
 
 
-def _safe_name(name: str) -> PurePosixPath:
-    path = PurePosixPath(name.replace("\\\\", "/"))
-    if path.is_absolute() or name.startswith(("/", "\\\\")) or (len(name) > 1 and name[1] == ":"):
-        raise SourceError(f"{name!r}: absolute path")
-    if ".." in path.parts:
-        raise SourceError(f"{name!r}: path leaves the archive (..)")
-    return path
+# --- quotas -----------------------------------------------------------------------
+def team_limits(team_id: int, exclude: int | None = None) -> Limits:
+    """What one more source of the team may hold: the per-source limits, or what is left
+    of the team's own, whichever is smaller. Sources that failed hold nothing."""
+    used = (
+        SourceSnapshot.objects.filter(project__team_id=team_id)
+        .exclude(status=SourceSnapshot.Status.FAILED)
+        .exclude(pk=exclude)
+        .aggregate(bytes=Sum("total_bytes"), files=Sum("file_count"))
+    )
+    left_bytes = settings.ROCPATH_TEAM_SOURCE_MAX_BYTES - (used["bytes"] or 0)
+    left_files = settings.ROCPATH_TEAM_SOURCE_MAX_FILES - (used["files"] or 0)
+    team_bound = (
+        left_bytes < settings.ROCPATH_SOURCE_MAX_BYTES
+        or left_files < settings.ROCPATH_SOURCE_MAX_FILES
+    )
+    return Limits(
+        max_bytes=max(0, min(settings.ROCPATH_SOURCE_MAX_BYTES, left_bytes)),
+        max_files=max(0, min(settings.ROCPATH_SOURCE_MAX_FILES, left_files)),
+        max_ratio=settings.ROCPATH_SOURCE_MAX_RATIO,
+        note=" (what is left of the team's quota)" if team_bound else "",
+    )
 
 
-def _inside(base: PurePosixPath, target: str) -> bool:
-    """Whether a link at ``base`` pointing to ``target`` stays inside the tree."""
-    if target.startswith("/"):
-        return False
-    depth = 0
-    for part in (base.parent / target).parts:
-        if part == "..":
-            depth -= 1
-            if depth < 0:
-                return False
-        elif part not in ("", "."):
-            depth += 1
-    return True
+def _check_source_count(team_id: int) -> None:
+    count = (
+        SourceSnapshot.objects.filter(project__team_id=team_id)
+        .exclude(status=SourceSnapshot.Status.FAILED)
+        .count()
+    )
+    if count >= settings.ROCPATH_TEAM_SOURCES_MAX:
+        raise SourceError(
+            f"the team already has {count} sources, its limit (ROCPATH_TEAM_SOURCES_MAX)"
+        )
 
 
-def _check_totals(name: str, files: int, total: int, compressed: int, limits: Limits) -> None:
-    if files > limits.max_files:
-        raise SourceError(f"{name!r}: more than {limits.max_files} files")
-    if total > limits.max_bytes:
-        raise SourceError(f"{name!r}: the archive unpacks to more than {limits.max_bytes} bytes")
-    if compressed and total > 1 << 20 and total / compressed > limits.max_ratio:
-        raise SourceError(f"{name!r}: compression ratio above {limits.max_ratio:g} (a zip bomb?)")
-
-
-def _tar_members(
-    archive: tarfile.TarFile, compressed: int, limits: Limits
-) -> list[tarfile.TarInfo]:
-    members, total, files = [], 0, 0
-    for member in archive:
-        path = _safe_name(member.name)
-        if member.issym():
-            if not _inside(path, member.linkname):
-                raise SourceError(f"{member.name!r}: symlink points outside ({member.linkname})")
-        elif member.islnk():
-            _safe_name(member.linkname)
-        elif not (member.isfile() or member.isdir()):
-            raise SourceError(f"{member.name!r}: special file (device, fifo) not allowed")
-        if member.isfile():
-            files += 1
-            total += member.size
-        _check_totals(member.name, files, total, compressed, limits)
-        members.append(member)
-    return members
-
-
-def _zip_members(
-    archive: zipfile.ZipFile, compressed: int, limits: Limits
-) -> list[zipfile.ZipInfo]:
-    members, total, files = [], 0, 0
-    for info in archive.infolist():
-        path = _safe_name(info.filename)
-        mode = info.external_attr >> 16
-        if stat.S_ISLNK(mode):
-            target = archive.read(info).decode("utf-8", "replace")
-            if not _inside(path, target):
-                raise SourceError(f"{info.filename!r}: symlink points outside ({target})")
-        if not info.is_dir():
-            files += 1
-            total += info.file_size
-            if (
-                info.compress_size
-                and info.file_size / max(info.compress_size, 1) > limits.max_ratio
-                and info.file_size > 1 << 20
-            ):
-                raise SourceError(
-                    f"{info.filename!r}: compression ratio above {limits.max_ratio:g} (a zip bomb?)"
-                )
-        _check_totals(info.filename, files, total, compressed, limits)
-        members.append(info)
-    return members
-
-
-def extract_archive(
-    fileobj: IO[bytes], filename: str, target: Path, limits: Limits
-) -> dict[str, Any]:
-    """Extract into ``target`` (which must not exist); all or nothing."""
-    data_path = Path(tempfile.mkstemp(prefix="rocpath-upload-")[1])
-    digest = hashlib.sha256()
-    try:
-        with data_path.open("wb") as handle:
-            for block in iter(lambda: fileobj.read(1 << 20), b""):
-                digest.update(block)
-                handle.write(block)
-        compressed = data_path.stat().st_size
-        staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=target.parent))
-        try:
-            lower = filename.lower()
-            if lower.endswith((".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz")):
-                files, total = _extract_tar(data_path, staging, compressed, limits)
-            elif lower.endswith(".zip"):
-                files, total = _extract_zip(data_path, staging, compressed, limits)
-            else:
-                raise SourceError(f"{filename!r}: not a .tar.gz, .tgz or .zip archive")
-            # mkdtemp made it private; job containers run as another user and must read it.
-            staging.chmod(0o755)
-            staging.rename(target)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-    finally:
-        data_path.unlink(missing_ok=True)
-    return {"file_count": files, "total_bytes": total, "archive_sha256": digest.hexdigest()}
-
-
-def _extract_tar(path: Path, staging: Path, compressed: int, limits: Limits) -> tuple[int, int]:
-    try:
-        with tarfile.open(path) as archive:
-            members = _tar_members(archive, compressed, limits)
-            # The stdlib's "data" filter re-checks every member as it is written.
-            archive.extractall(staging, members=members, filter="data")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        if isinstance(exc, tarfile.FilterError):
-            raise SourceError(f"{exc.tarinfo.name!r}: {exc}") from exc
-        raise SourceError(f"not a readable tar archive: {exc}") from exc
-    return _count(staging)
-
-
-def _extract_zip(path: Path, staging: Path, compressed: int, limits: Limits) -> tuple[int, int]:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = _zip_members(archive, compressed, limits)
-            written = 0
-            for info in members:
-                destination = staging / _safe_name(info.filename)
-                if info.is_dir():
-                    destination.mkdir(parents=True, exist_ok=True)
-                    continue
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                if stat.S_ISLNK(info.external_attr >> 16):
-                    os.symlink(archive.read(info).decode(), destination)
-                    continue
-                with archive.open(info) as src, destination.open("wb") as dst:
-                    # Count what really comes out, not what the header claims.
-                    for block in iter(lambda src=src: src.read(1 << 20), b""):
-                        written += len(block)
-                        if written > limits.max_bytes:
-                            raise SourceError(
-                                f"{info.filename!r}: the archive unpacks to more than "
-                                f"{limits.max_bytes} bytes"
-                            )
-                        dst.write(block)
-    except (zipfile.BadZipFile, OSError, RuntimeError, UnicodeDecodeError) as exc:
-        raise SourceError(f"not a readable zip archive: {exc}") from exc
-    return _count(staging)
-
-
-def _count(root: Path) -> tuple[int, int]:
-    files = total = 0
-    for path in root.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            files += 1
-            total += path.stat().st_size
-    return files, total
+# --- uploads ----------------------------------------------------------------------
+def archive_format(filename: str) -> str:
+    lower = filename.lower()
+    for suffix, fmt in ARCHIVE_FORMATS.items():
+        if lower.endswith(suffix):
+            return fmt
+    raise SourceError(f"{filename!r}: not a .tar.gz, .tgz, .tar(.bz2|.xz) or .zip archive")
 
 
 def add_upload(
     project: AdoptionProject, fileobj: IO[bytes], filename: str, user: Any, size: int | None = None
 ) -> SourceSnapshot:
-    """Store an uploaded archive as the project's newest source; SourceError leaves nothing."""
-    if size is not None and size > settings.ROCPATH_UPLOAD_MAX_BYTES:
-        raise SourceError(f"{filename!r}: larger than {settings.ROCPATH_UPLOAD_MAX_BYTES} bytes")
-    with transaction.atomic():
-        snapshot = SourceSnapshot.objects.create(
-            project=project,
-            origin=SourceSnapshot.Origin.UPLOAD,
-            name=filename[:300],
-            created_by=user,
-        )
-        base = snapshot_dir(snapshot.pk)
-        base.mkdir(parents=True, exist_ok=True)
-        try:
-            facts = extract_archive(fileobj, filename, base / "tree", Limits.from_settings())
-        except BaseException:
+    """Check an uploaded archive's member list and queue its extraction; SourceError leaves
+    nothing (no row, no file)."""
+    fmt = archive_format(filename)
+    cap = settings.ROCPATH_UPLOAD_MAX_BYTES
+    if size is not None and size > cap:
+        raise SourceError(f"{filename!r}: larger than {cap} bytes")
+    _check_source_count(project.team_id)
+    root = sources_root()
+    root.mkdir(parents=True, exist_ok=True)
+    incoming = root / f".upload-{os.urandom(8).hex()}"
+    base: Path | None = None
+    try:
+        digest = _receive(fileobj, incoming, filename, cap)
+        plan = archives.survey(incoming, fmt, team_limits(project.team_id))
+        with transaction.atomic():
+            # One upload of a team at a time past this point, so two cannot share a quota.
+            Team.objects.select_for_update().filter(pk=project.team_id).first()
+            _check_source_count(project.team_id)
+            limits = team_limits(project.team_id)
+            archives.check_bytes(filename, plan.declared_bytes, 0, limits)
+            if plan.files > limits.max_files:
+                raise SourceError(f"{filename!r}: more than {limits.max_files} files{limits.note}")
+            snapshot = SourceSnapshot.objects.create(
+                project=project,
+                origin=SourceSnapshot.Origin.UPLOAD,
+                name=filename[:300],
+                created_by=user,
+                archive_sha256=digest,
+                file_count=plan.files,
+                total_bytes=plan.declared_bytes,
+            )
+            base = snapshot_dir(snapshot.pk)
+            base.mkdir()
+            incoming.rename(base / ARCHIVE_FILE[fmt])
+            transaction.on_commit(lambda: queue_task(EXTRACT_TASK, snapshot.pk))
+    except BaseException:
+        incoming.unlink(missing_ok=True)
+        if base is not None:
             shutil.rmtree(base, ignore_errors=True)
-            raise  # the transaction rolls the row back
-        SourceSnapshot.objects.filter(pk=snapshot.pk).update(
-            status=SourceSnapshot.Status.READY, **facts
-        )
-    snapshot.refresh_from_db()
+        raise  # the transaction rolls the row back
     return snapshot
 
 
-def git_url_allowed(url: str) -> str | None:
-    """None when the URL may be cloned, else the reason it may not."""
-    if url.startswith(("https://", "http://", "ssh://", "git@")):
-        return None
-    local = url.removeprefix("file://")
-    if url.startswith(("file://", "/")):
-        resolved = os.path.realpath(local)
-        for prefix in settings.ROCPATH_GIT_LOCAL_ALLOW:
-            if resolved == prefix.rstrip("/") or resolved.startswith(prefix.rstrip("/") + "/"):
-                return None
-        return "local paths and file:// URLs are only allowed under ROCPATH_GIT_LOCAL_ALLOW"
-    return "use an https://, ssh:// or git@ URL"
+def _receive(fileobj: IO[bytes], path: Path, filename: str, cap: int) -> str:
+    digest = hashlib.sha256()
+    received = 0
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        for block in iter(lambda: fileobj.read(1 << 20), b""):
+            received += len(block)
+            if received > cap:
+                raise SourceError(f"{filename!r}: larger than {cap} bytes")
+            digest.update(block)
+            handle.write(block)
+    return digest.hexdigest()
+
+
+def extract_upload(snapshot_id: int) -> None:
+    """Extract a pending upload into its tree (the worker task's body): ready, or failed
+    with the refusal; the stored archive is removed either way."""
+    snapshot = SourceSnapshot.objects.select_related("project").filter(pk=snapshot_id).first()
+    if snapshot is None or snapshot.status != SourceSnapshot.Status.PENDING:
+        return
+    base = snapshot_dir(snapshot.pk)
+    # The stored file's name says its format (the snapshot's name may be cut at 300).
+    fmt = "zip" if (base / ARCHIVE_FILE["zip"]).is_file() else "tar"
+    archive = base / ARCHIVE_FILE[fmt]
+    # A redelivered task (its worker was killed) starts again from the archive.
+    _remove_staging(base, max_age=None)
+    shutil.rmtree(base / "tree", ignore_errors=True)
+    try:
+        if not archive.is_file():
+            raise SourceError("the uploaded archive is gone (was the worker restarted?)")
+        limits = team_limits(snapshot.project.team_id, exclude=snapshot.pk)
+        plan = archives.survey(archive, fmt, limits)
+        written = archives.materialise(archive, plan, base / "tree", limits)
+    except Exception as exc:
+        if not isinstance(exc, SourceError):
+            logger.exception("extracting source %s failed", snapshot.pk)
+        shutil.rmtree(base, ignore_errors=True)
+        message = str(exc) if isinstance(exc, SourceError) else f"extraction failed: {exc}"
+        _fail(snapshot.pk, message)
+        return
+    archive.unlink(missing_ok=True)
+    done = SourceSnapshot.objects.filter(pk=snapshot.pk, status=SourceSnapshot.Status.PENDING)
+    if not done.update(
+        status=SourceSnapshot.Status.READY, file_count=written.files, total_bytes=written.bytes
+    ):
+        shutil.rmtree(base, ignore_errors=True)  # reaped meanwhile: its tree must not stay
+
+
+# --- git --------------------------------------------------------------------------
+def git_url_allowed(url: str, team_slug: str) -> str | None:
+    """None when the team may clone the URL, else the reason it may not."""
+    try:
+        gitintake.check_url(url, team_slug)
+    except SourceError as exc:
+        return str(exc)
+    return None
 
 
 def add_git(project: AdoptionProject, url: str, ref: str, user: Any) -> SourceSnapshot:
-    """Record a git source; a worker clones it (jobs.tasks.fetch_git_source) after commit."""
-    if reason := git_url_allowed(url):
-        raise SourceError(f"{url!r}: {reason}")
-    from jobs.tasks import fetch_git_source
-
+    """Record a git source; a worker clones it (jobs.fetch_git_source) after commit."""
+    gitintake.check_url(url, project.team.slug)
+    gitintake.check_ref(ref)
+    _check_source_count(project.team_id)
     with transaction.atomic():
         snapshot = SourceSnapshot.objects.create(
             project=project,
@@ -273,81 +227,153 @@ def add_git(project: AdoptionProject, url: str, ref: str, user: Any) -> SourceSn
             ref=ref[:200],
             created_by=user,
         )
-        transaction.on_commit(lambda: fetch_git_source.delay(snapshot.pk))
+        transaction.on_commit(lambda: queue_task(CLONE_TASK, snapshot.pk))
     return snapshot
 
 
 def clone(snapshot: SourceSnapshot) -> None:
     """Clone the snapshot's repository into its tree (on a worker: it may take a while)."""
-    if reason := git_url_allowed(snapshot.name):
-        _fail(snapshot, reason)
-        return
     base = snapshot_dir(snapshot.pk)
     shutil.rmtree(base, ignore_errors=True)
-    base.mkdir(parents=True)
-    staging = base / ".clone"
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "GIT_TERMINAL_PROMPT": "0",
-        "HOME": str(base),
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
-    # "protocol.file.allow" lets the allowlisted local paths through; nothing else changes.
-    argv = [
-        "git",
-        "-c",
-        "protocol.file.allow=always",
-        "clone",
-        "--quiet",
-        "--no-tags",
-        "--depth",
-        "1",
-    ]
-    if snapshot.ref:
-        argv += ["--branch", snapshot.ref]
-    argv += ["--", snapshot.name, str(staging)]
     try:
-        done = subprocess.run(
-            argv,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=settings.ROCPATH_GIT_TIMEOUT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise SourceError(f"git clone failed: {done.stderr.strip()[-2000:]}")
-        commit = subprocess.run(
-            ["git", "-C", str(staging), "rev-parse", "HEAD"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
+        team = Team.objects.get(projects=snapshot.project_id)
+        # Checked again here: the policy or the host's DNS may have changed since.
+        source = gitintake.check_url(snapshot.name, team.slug)
+        gitintake.check_ref(snapshot.ref)
+        limits = team_limits(team.pk, exclude=snapshot.pk)
+        base.mkdir(parents=True)
+        staging, home = base / ".clone", base / ".clone-home"
+        home.mkdir(mode=0o700)
+        gitintake.run_clone(source, snapshot.ref, staging, home, limits)
+        commit = _head(staging / ".git")
         shutil.rmtree(staging / ".git")
-        files, total = _count(staging)
-        limits = Limits.from_settings()
-        if files > limits.max_files or total > limits.max_bytes:
-            raise SourceError(f"the repository is over the limits ({files} files, {total} bytes)")
+        files, total = _count(staging, limits)
+        shutil.rmtree(home)
+        staging.chmod(0o755)
         staging.rename(base / "tree")
-    except (SourceError, subprocess.TimeoutExpired, OSError) as exc:
+    except (SourceError, OSError) as exc:
         shutil.rmtree(base, ignore_errors=True)
-        message = (
-            f"git clone timed out after {settings.ROCPATH_GIT_TIMEOUT_S} s"
-            if isinstance(exc, subprocess.TimeoutExpired)
-            else str(exc)
-        )
-        _fail(snapshot, message)
+        _fail(snapshot.pk, str(exc))
         return
-    SourceSnapshot.objects.filter(pk=snapshot.pk).update(
-        status=SourceSnapshot.Status.READY, commit=commit[:64], file_count=files, total_bytes=total
-    )
+    done = SourceSnapshot.objects.filter(pk=snapshot.pk, status=SourceSnapshot.Status.PENDING)
+    if not done.update(
+        status=SourceSnapshot.Status.READY, commit=commit, file_count=files, total_bytes=total
+    ):
+        shutil.rmtree(base, ignore_errors=True)
 
 
-def _fail(snapshot: SourceSnapshot, message: str) -> None:
-    SourceSnapshot.objects.filter(pk=snapshot.pk).update(
+def _head(git_dir: Path) -> str:
+    """The cloned commit, read from the files git wrote (no second git process)."""
+    head = (git_dir / "HEAD").read_text().strip()
+    if head.startswith("ref: "):
+        ref = head[5:]
+        loose = git_dir / ref
+        if loose.is_file():
+            return loose.read_text().strip()[:64]
+        packed = git_dir / "packed-refs"
+        for line in packed.read_text().splitlines() if packed.is_file() else []:
+            if line.endswith(" " + ref):
+                return line.split()[0][:64]
+        return ""
+    return head[:64]
+
+
+def _count(root: Path, limits: Limits) -> tuple[int, int]:
+    """Regular files and bytes of a checked-out tree; anything else (a link, a FIFO) is
+    refused, though git with core.symlinks=false writes none."""
+    files = total = 0
+    folders = [root]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    files += 1
+                    total += entry.stat(follow_symlinks=False).st_size
+                else:
+                    shown = os.path.relpath(entry.path, root)
+                    raise SourceError(f"{shown!r}: not a regular file or folder")
+        if files > limits.max_files or total > limits.max_bytes:
+            raise SourceError(
+                f"the repository is over the limits ({limits.max_bytes} bytes, "
+                f"{limits.max_files} files){limits.note}"
+            )
+    return files, total
+
+
+# --- tasks, failures, reaping -----------------------------------------------------
+def queue_task(name: str, snapshot_id: int) -> None:
+    """Queue a source task by name (no import of the task module: it imports us)."""
+    from config.celery import app
+
+    try:
+        app.send_task(name, args=[snapshot_id], queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+    except Exception as exc:  # the broker is down or misconfigured
+        logger.exception("could not queue %s for source %s", name, snapshot_id)
+        shutil.rmtree(snapshot_dir(snapshot_id), ignore_errors=True)
+        _fail(snapshot_id, f"could not reach the job queue: {exc}")
+
+
+def _fail(snapshot_id: int, message: str) -> None:
+    SourceSnapshot.objects.filter(pk=snapshot_id, status=SourceSnapshot.Status.PENDING).update(
         status=SourceSnapshot.Status.FAILED, error=message[:5000]
     )
+
+
+def _remove_staging(base: Path, max_age: float | None) -> list[Path]:
+    removed = []
+    now = time.time()
+    for entry in base.iterdir() if base.is_dir() else []:
+        if not entry.name.startswith(STAGING_PREFIXES):
+            continue
+        if max_age is not None and now - entry.lstat().st_mtime < max_age:
+            continue
+        _remove(entry)
+        removed.append(entry)
+    return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def reap_staging() -> list[str]:
+    """Remove what a killed process left: staging entries no live task can still own, the
+    folders of snapshots that no longer exist, and pending snapshots older than the grace
+    (failed, so the page says what happened)."""
+    grace = settings.ROCPATH_SOURCE_STAGING_GRACE_S
+    root = sources_root()
+    removed: list[Path] = []
+    cutoff = timezone.now() - timedelta(seconds=grace)
+    lost = SourceSnapshot.objects.filter(
+        status=SourceSnapshot.Status.PENDING, created_at__lt=cutoff
+    )
+    for pk in lost.values_list("pk", flat=True):
+        _fail(pk, f"still not extracted or cloned after {grace} s: the worker was lost")
+    if not root.is_dir():
+        return []
+    removed += _remove_staging(root, max_age=grace)
+    statuses = dict(SourceSnapshot.objects.values_list("pk", "status"))
+    now = time.time()
+    for entry in root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        status = statuses.get(int(entry.name))
+        if status is None or status == SourceSnapshot.Status.FAILED:
+            if now - entry.lstat().st_mtime >= grace or status is not None:
+                _remove(entry)
+                removed.append(entry)
+        elif status == SourceSnapshot.Status.READY:
+            removed += _remove_staging(entry, max_age=None)
+        else:
+            removed += _remove_staging(entry, max_age=grace)
+    if removed:
+        logger.info("reaped %d source staging entries", len(removed))
+    return [str(path) for path in removed]
 
 
 def newest_ready(project: AdoptionProject) -> SourceSnapshot | None:

@@ -31,7 +31,7 @@ from portal.access import (
 )
 from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
-from portal.models import AdoptionProject, Team
+from portal.models import AdoptionProject, SourceSnapshot, Team
 from portal.porting import (
     DEFAULT_SORT,
     FILE_COLUMNS,
@@ -235,8 +235,10 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         try:
             if archive := request.FILES.get("archive"):
                 snapshot = add_upload(project, archive, archive.name, request.user, archive.size)
-                messages.success(
-                    request, f"Source {snapshot.pk}: {snapshot.file_count} files extracted."
+                messages.info(
+                    request,
+                    f"Source {snapshot.pk}: {snapshot.file_count} files checked; "
+                    "a worker is extracting them.",
                 )
             elif url := request.POST.get("git_url", "").strip():
                 snapshot = add_git(project, url, request.POST.get("ref", "").strip(), request.user)
@@ -249,12 +251,14 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     # The steps run on the newest ready source: no buttons (nor targets to show)
     # while every source is still being fetched or has failed.
     ready = writable and newest_ready(project) is not None
+    sources = list(project.sources.all()[:20])
     return render(
         request,
         "portal/project_detail.html",
         {
             "project": project,
-            "sources": project.sources.all()[:20],
+            "sources": sources,
+            "sources_pending": any(s.status == SourceSnapshot.Status.PENDING for s in sources),
             "jobs": project.jobs.all()[:20],
             "can_write": writable,
             "steps": PROJECT_STEPS,

@@ -185,9 +185,36 @@ ROCPATH_UPLOAD_MAX_BYTES = env_int("ROCPATH_UPLOAD_MAX_BYTES", 512 * 1024**2, mi
 ROCPATH_SOURCE_MAX_BYTES = env_int("ROCPATH_SOURCE_MAX_BYTES", 2 * 1024**3, minimum=1)
 ROCPATH_SOURCE_MAX_FILES = env_int("ROCPATH_SOURCE_MAX_FILES", 200_000, minimum=1)
 ROCPATH_SOURCE_MAX_RATIO = float(env_int("ROCPATH_SOURCE_MAX_RATIO", 100, minimum=2))
-# Local paths (and file:// URLs) that may be cloned; everything else must be remote.
-ROCPATH_GIT_LOCAL_ALLOW = env_list("ROCPATH_GIT_LOCAL_ALLOW", [])
+# What all of one team's sources together may hold (sources that failed hold nothing).
+ROCPATH_TEAM_SOURCE_MAX_BYTES = env_int("ROCPATH_TEAM_SOURCE_MAX_BYTES", 20 * 1024**3, minimum=1)
+ROCPATH_TEAM_SOURCE_MAX_FILES = env_int("ROCPATH_TEAM_SOURCE_MAX_FILES", 1_000_000, minimum=1)
+ROCPATH_TEAM_SOURCES_MAX = env_int("ROCPATH_TEAM_SOURCES_MAX", 200, minimum=1)
+# Staging (.upload-*, .extract-*, .clone*) older than this, and sources still pending
+# after it, were left by a killed process: the reaper removes them. Above the source
+# tasks' time limits (extraction 3600 s, a clone ROCPATH_GIT_TIMEOUT_S + 600), so no
+# running task loses its folder.
+ROCPATH_SOURCE_STAGING_GRACE_S = env_int("ROCPATH_SOURCE_STAGING_GRACE_S", 7200, minimum=3700)
+ROCPATH_SOURCE_REAPER_INTERVAL_S = env_int("ROCPATH_SOURCE_REAPER_INTERVAL_S", 600, minimum=1)
+# Git intake (portal/gitintake.py). Local paths and file:// URLs a team may clone, per
+# team: "team-a=/srv/git/a:/srv/git/shared,team-b=/srv/git/b".
+ROCPATH_GIT_LOCAL_ALLOW = {
+    team: [path for path in paths.split(":") if path]
+    for team, paths in env_map("ROCPATH_GIT_LOCAL_ALLOW").items()
+}
+ROCPATH_GIT_ALLOW_HTTP = env_bool("ROCPATH_GIT_ALLOW_HTTP", False)  # plain http:// clones
+# Host names or networks (CIDR) that may be cloned from although they resolve to
+# loopback, private, link-local or other non-global addresses (an internal forge).
+ROCPATH_GIT_HOST_ALLOW = env_list("ROCPATH_GIT_HOST_ALLOW", [])
+# ssh:// and git@ URLs only for the teams given a key here: "team-a=/etc/rocpath/a.key";
+# hosts are checked against this known_hosts file (without one, ssh is refused).
+ROCPATH_GIT_SSH_KEYS = env_map("ROCPATH_GIT_SSH_KEYS")
+ROCPATH_GIT_SSH_KNOWN_HOSTS = env_str("ROCPATH_GIT_SSH_KNOWN_HOSTS", "")
 ROCPATH_GIT_TIMEOUT_S = env_int("ROCPATH_GIT_TIMEOUT_S", 600, minimum=1)
+if ROCPATH_SOURCE_STAGING_GRACE_S <= ROCPATH_GIT_TIMEOUT_S + 600:
+    raise ImproperlyConfigured(
+        "ROCPATH_SOURCE_STAGING_GRACE_S must exceed ROCPATH_GIT_TIMEOUT_S + 600: the reaper "
+        "would take a clone's folder while it runs"
+    )
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024**2  # larger uploads stream to a temporary file
 
 # --- celery -------------------------------------------------------------------
@@ -228,6 +255,10 @@ CELERY_BEAT_SCHEDULE = {
     "reap-stuck-jobs": {
         "task": "jobs.reap_stuck_jobs",
         "schedule": float(ROCPATH_REAPER_INTERVAL_S),
+    },
+    "reap-source-staging": {
+        "task": "jobs.reap_source_staging",
+        "schedule": float(ROCPATH_SOURCE_REAPER_INTERVAL_S),
     },
 }
 

@@ -64,7 +64,9 @@ def test_a_team_uploads_its_code_scans_it_and_follows_the_report_to_the_line(pag
     page.set_input_files("#archive", str(tmp_path / "code.tar.gz"))
     page.click("form:has(#archive) button[type=submit]")
     source = page.locator("tr[data-source]")
-    assert "Ready" in source.inner_text() and "code.tar.gz" in source.inner_text()
+    # The worker extracts it; the page follows until it is ready (no reload by hand).
+    page.wait_for_selector("tr[data-source] >> text=Ready", timeout=30_000)
+    assert "code.tar.gz" in source.inner_text()
 
     page.click('[data-step="hipify-scan"]')  # the project page's "Scan with HIPIFY"
     page.wait_for_selector('#job-status [data-status="succeeded"]', timeout=60_000)

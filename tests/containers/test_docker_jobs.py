@@ -183,12 +183,11 @@ def _project_with_source(api, text: str) -> int:
         archive.writestr("src/main.cu", text)
     upload = SimpleUploadedFile("code.zip", buffer.getvalue())
     pid = project.json()["id"]
-    assert (
-        api.post(
-            f"/api/v1/projects/{pid}/sources/", {"archive": upload}, format="multipart"
-        ).status_code
-        == 201
-    )
+    added = api.post(f"/api/v1/projects/{pid}/sources/", {"archive": upload}, format="multipart")
+    assert added.status_code == 201
+    # The worker extracts it after the commit.
+    source = f"/api/v1/projects/{pid}/sources/"
+    assert wait_until(lambda: api.get(source).json()["results"][0]["status"] == "ready", 60, 0.1)
     return pid
 
 

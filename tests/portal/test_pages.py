@@ -234,14 +234,20 @@ def test_a_member_uploads_an_archive_from_the_project_page(browser, team):
 
     from django.core.files.uploadedfile import SimpleUploadedFile
 
+    from portal.sources import extract_upload
+
     project = make_project(team, "cfd")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("k.cu", "__global__ void k() {}\n")
     upload = SimpleUploadedFile("code.zip", buffer.getvalue())
     response = browser.post(f"/projects/{project.pk}/", {"archive": upload}, follow=True)
-    assert "1 files extracted" in response.content.decode()
+    page = response.content.decode()
+    assert "1 files checked; a worker is extracting them" in page and "Extracting…" in page
+    assert 'hx-trigger="every 2s"' in page  # the page follows the source until it is ready
+    extract_upload(project.sources.get().pk)  # what the worker does after the commit
     assert project.sources.get().status == "ready"
+    assert 'hx-trigger="every 2s"' not in browser.get(f"/projects/{project.pk}/").content.decode()
     evil = io.BytesIO()
     with zipfile.ZipFile(evil, "w") as archive:
         archive.writestr("../evil.cu", "x")

@@ -10,7 +10,7 @@ from django.test import Client
 
 from jobs import services
 from jobs.choices import JobStatus
-from portal.sources import add_upload
+from portal.sources import add_upload, extract_upload
 from stack.tools import which
 from tests.factories import make_project
 
@@ -46,7 +46,10 @@ def _upload(project, user, text: str):
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("src/k.cu", text)
     buffer.seek(0)
-    return add_upload(project, buffer, "code.zip", user)
+    snapshot = add_upload(project, buffer, "code.zip", user)
+    extract_upload(snapshot.pk)  # what the worker does after the commit
+    snapshot.refresh_from_db()
+    return snapshot
 
 
 @needs_hipify
@@ -171,7 +174,7 @@ def test_the_file_table_comes_a_page_at_a_time_and_the_download_holds_every_file
         for name in ("a.cu", "b.cu", "c.cu"):
             archive.writestr(f"src/{name}", CUDA)
     buffer.seek(0)
-    add_upload(project, buffer, "code.zip", user)
+    extract_upload(add_upload(project, buffer, "code.zip", user).pk)
     _scan(user, project)
     client = Client()
     client.force_login(user)

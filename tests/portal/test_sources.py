@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from portal.choices import Role
 from portal.models import SourceSnapshot
-from portal.sources import clone, git_url_allowed, tree_of
+from portal.sources import clone, extract_upload, git_url_allowed, tree_of
 from tests.factories import add_member, make_project, make_team, make_user
 
 
@@ -56,10 +56,14 @@ def project(team):
 
 
 def upload(api, project, name: str, data: bytes):
+    """POST the archive, then do what the worker does after the commit: extract it."""
     archive = SimpleUploadedFile(name, data, content_type="application/octet-stream")
-    return api.post(
+    response = api.post(
         f"/api/v1/projects/{project.pk}/sources/", {"archive": archive}, format="multipart"
     )
+    if response.status_code == 201:
+        extract_upload(response.json()["id"])
+    return response
 
 
 def nothing_on_disk(settings) -> bool:
@@ -187,9 +191,9 @@ def test_a_git_source_from_an_allowlisted_path_is_cloned_by_the_worker_task(
     api, project, settings, tmp_path, django_capture_on_commit_callbacks, monkeypatch
 ):
     repo = _git_repo(tmp_path / "repo")
-    settings.ROCPATH_GIT_LOCAL_ALLOW = [str(tmp_path)]
-    cloned: list[int] = []
-    monkeypatch.setattr("jobs.tasks.fetch_git_source.delay", cloned.append)
+    settings.ROCPATH_GIT_LOCAL_ALLOW = {project.team.slug: [str(tmp_path)]}
+    cloned: list[tuple[str, int]] = []
+    monkeypatch.setattr("portal.sources.queue_task", lambda *task: cloned.append(task))
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post(
             f"/api/v1/projects/{project.pk}/sources/",
@@ -198,7 +202,7 @@ def test_a_git_source_from_an_allowlisted_path_is_cloned_by_the_worker_task(
         )
     assert response.status_code == 201 and response.json()["status"] == "pending"
     snapshot = SourceSnapshot.objects.get()
-    assert cloned == [snapshot.pk]
+    assert cloned == [("jobs.fetch_git_source", snapshot.pk)]
     clone(snapshot)  # what the worker task does
     snapshot.refresh_from_db()
     assert snapshot.status == "ready", snapshot.error
@@ -211,7 +215,7 @@ def test_a_git_ref_that_does_not_exist_fails_the_snapshot_with_gits_words(
     project, settings, tmp_path
 ):
     repo = _git_repo(tmp_path / "repo")
-    settings.ROCPATH_GIT_LOCAL_ALLOW = [str(tmp_path)]
+    settings.ROCPATH_GIT_LOCAL_ALLOW = {project.team.slug: [str(tmp_path)]}
     snapshot = SourceSnapshot.objects.create(
         project=project, origin="git", name=str(repo), ref="no-such-branch"
     )
@@ -223,20 +227,23 @@ def test_a_git_ref_that_does_not_exist_fails_the_snapshot_with_gits_words(
 @pytest.mark.parametrize(
     ("url", "allowed"),
     [
-        ("https://github.com/org/repo.git", True),
-        ("git@github.com:org/repo.git", True),
+        ("https://140.82.121.3/org/repo.git", True),  # a global address: no DNS in tests
+        ("http://140.82.121.3/org/repo.git", False),
+        ("git@github.com:org/repo.git", False),  # ssh: no key for the team
+        ("file:///srv/allowed/repo", True),
         ("file:///srv/other/repo", False),
         ("/etc", False),
         ("ftp://example.com/repo", False),
+        ("ext::sh -c touch% /tmp/x", False),
     ],
 )
 def test_which_git_urls_may_be_cloned(settings, url, allowed):
-    settings.ROCPATH_GIT_LOCAL_ALLOW = ["/srv/allowed"]
-    assert (git_url_allowed(url) is None) is allowed
+    settings.ROCPATH_GIT_LOCAL_ALLOW = {"alpha": ["/srv/allowed"]}
+    assert (git_url_allowed(url, "alpha") is None) is allowed
 
 
 def test_a_local_path_outside_the_allowlist_is_a_400(api, project, settings):
-    settings.ROCPATH_GIT_LOCAL_ALLOW = []
+    settings.ROCPATH_GIT_LOCAL_ALLOW = {}
     response = api.post(
         f"/api/v1/projects/{project.pk}/sources/", {"git_url": "/etc"}, format="json"
     )
