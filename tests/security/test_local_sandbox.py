@@ -125,9 +125,7 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
     (private / "k.cu").write_text("// the team's own source\n")
     workdir = jobs / "999"
     workdir.mkdir(parents=True)
-    spec = JobSpec(
-        job_id=999, kind="noop", workdir=workdir, timeout_s=60, inputs={"src": private}
-    )
+    spec = JobSpec(job_id=999, kind="noop", workdir=workdir, timeout_s=60, inputs={"src": private})
     spec.params_file.write_text("{}")
     targets = {
         "read": {
@@ -150,7 +148,9 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
     outcome = LocalExecutor().run(spec, recorder)
     assert outcome.exit_code == 0, outcome.stderr_tail
     result = next(
-        json.loads(line[len("RESULT ") :]) for _, line in recorder.lines if line.startswith("RESULT")
+        json.loads(line.removeprefix("RESULT "))
+        for _, line in recorder.lines
+        if line.startswith("RESULT")
     )
     return result, recorder, workdir
 
@@ -185,7 +185,7 @@ def test_a_local_job_cannot_open_a_network_connection(
 def test_a_child_that_calls_setsid_does_not_outlive_its_job(
     tmp_path, monkeypatch, secret_key_file, listener
 ):
-    _, _, workdir = _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
+    _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
     # The pid the child had inside is not its host pid: find it by what it runs, as the
     # job's uid or the worker's own.
     deadline = time.monotonic() + 5
