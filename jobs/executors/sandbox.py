@@ -239,30 +239,25 @@ def bwrap_argv(bwrap: str, setpriv: str, layout: Layout, command: list[str]) -> 
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    for path in ETC_FILES:
-        argv += ["--ro-bind-try", path, path]
+    binds: list[tuple[str, str, str]] = [("--ro-bind-try", p, p) for p in ETC_FILES]
     for pattern in TOOL_DIRS:
-        for path in sorted(glob.glob(pattern)):
-            argv += ["--ro-bind", path, path]
+        binds += [("--ro-bind", p, p) for p in sorted(glob.glob(pattern))]
     for var in ("ROCM_PATH", "HIP_PATH", "CUDA_HOME"):
         path = os.path.realpath(os.environ.get(var) or "/usr")
         if os.path.isdir(path) and not _under(path, "/usr"):
-            argv += ["--ro-bind", path, path]
-    for path in GPU_SYS_DIRS if layout.gpu else SYS_DIRS:
-        argv += ["--ro-bind-try", path, path]
+            binds.append(("--ro-bind", path, path))
+    binds += [("--ro-bind-try", p, p) for p in (GPU_SYS_DIRS if layout.gpu else SYS_DIRS)]
+    binds += [("--ro-bind", source, dest) for source, dest in layout.read_only]
+    binds += [("--bind", source, dest) for source, dest in layout.writable]
+    binds += [("--dev-bind", node, node) for node in layout.devices]
     # bwrap makes missing parents of a destination mode 0700, which the job's uid could not
-    # pass through: make them first, 0755 (they are empty folders of the sandbox's own root).
-    dests = [dest for _, dest in [*layout.read_only, *layout.writable]]
-    parents = {str(p) for dest in dests for p in Path(dest).parents if str(p) != "/"}
+    # pass through: make them first, 0755 (empty folders of the sandbox's own root).
+    parents = {str(p) for _, _, dest in binds for p in Path(dest).parents if str(p) != "/"}
     for parent in sorted(parents, key=lambda p: p.count("/")):
-        if not any(_under(parent, top) for top in ("/usr", "/proc", "/dev", "/sys")):
+        if not any(_under(parent, top) for top in ("/usr", "/proc", "/dev")):
             argv += ["--perms", "0755", "--dir", parent]
-    for source, dest in layout.read_only:
-        argv += ["--ro-bind", source, dest]
-    for source, dest in layout.writable:
-        argv += ["--bind", source, dest]
-    for node in layout.devices:
-        argv += ["--dev-bind", node, node]
+    for op, source, dest in binds:
+        argv += [op, source, dest]
     argv += ["--chdir", layout.chdir, "--", setpriv]
     argv += [f"--reuid={layout.uid}", f"--regid={layout.gid}"]
     if layout.groups:
