@@ -120,8 +120,11 @@ def limits_for(spec: JobSpec) -> Limits:
         memory = min(asked or cap, cap)
     cpus = spec.hardware.get("cpus") or settings.HOST_CPUS
     cpus = max(1, min(int(cpus + 0.999), settings.HOST_CPUS))
+    pids = settings.ROCPATH_LOCAL_PIDS
+    if spec.hardware.get("pids"):
+        pids = max(16, min(int(spec.hardware["pids"]), pids))
     return Limits(
-        processes=settings.ROCPATH_LOCAL_PIDS,
+        processes=pids,
         address_space=memory,
         file_size=settings.ROCPATH_JOB_MAX_FILE_MB * MIB,
         cpu_seconds=spec.timeout_s * cpus + 60,
