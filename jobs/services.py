@@ -32,6 +32,7 @@ from jobs.executors.gpu import worker_inventory
 from jobs.gpus import hold_gpus
 from jobs.gpus import release as release_gpus
 from jobs.models import Artifact, Environment, IllegalTransition, Job, JobEvent, Measurement
+from jobs.param_caps import param_cap_errors
 from portal.access import writable_team_ids
 from portal.models import AdoptionProject, SourceSnapshot, Team
 from portal.sources import newest_ready, tree_of
@@ -117,6 +118,8 @@ def submit_job(
             clean_params = validate_params(kind, params or {})
         except ParamsError as exc:
             errors["params"] = [f"{name}: {m}" for name, msgs in exc.errors.items() for m in msgs]
+        if capped := param_cap_errors(kind, clean_params, spec.params_schema):
+            errors.setdefault("params", []).extend(capped)
 
     limit = settings.ROCPATH_JOB_TIMEOUT_MAX_S
     if timeout_s is not None and not (1 <= timeout_s <= limit):

@@ -16,6 +16,14 @@ if ! scripts/install-rocm-tools.sh --check >/dev/null 2>&1; then
         echo "hipify-perl is missing: run scripts/install-rocm-tools.sh as root for HIPIFY jobs" >&2
     fi
 fi
+# Local jobs run in a bubblewrap sandbox; without it, jobs that run a team's code refuse.
+if ! scripts/install-sandbox.sh --check >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] || sudo -n true 2>/dev/null; then
+        scripts/install-sandbox.sh || echo "could not install bubblewrap; local HIPIFY and compile jobs will refuse to run" >&2
+    else
+        echo "bubblewrap is missing: run scripts/install-sandbox.sh as root (local HIPIFY and compile jobs refuse without it)" >&2
+    fi
+fi
 $BIN/python manage.py migrate --no-input
 $BIN/python manage.py collectstatic --no-input -v 0
 LOGIN=$($BIN/python manage.py bootstrap_demo)

@@ -13,6 +13,11 @@ zygote with its worker (PR_SET_PDEATHSIG), so nothing outlives a lost worker.
 The zygote is a fresh interpreter started with the job environment, never a
 fork of the worker: no database password or secret key is in its memory.
 
+It is used only where local jobs run unsandboxed (jobs/executors/local.py): a
+sandboxed job gets a fresh interpreter in a bubblewrap sandbox of its own, since
+children of one zygote share its uid, files and /proc, and jobs of different
+teams must share nothing.
+
 Protocol (SOCK_SEQPACKET, one JSON object per message):
   worker → zygote  {"argv": [...], "env": {...}, "cwd": "...", "memory_limit": int|null}
                    with three fds attached: stdin, stdout, stderr for the child

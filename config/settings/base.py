@@ -180,6 +180,51 @@ ROCPATH_STACK_PYTHON = env_str("ROCPATH_STACK_PYTHON", "") or None  # default: t
 # Fork local runners from a warm interpreter (stack/zygote.py) instead of starting one per job.
 ROCPATH_LOCAL_ZYGOTE = env_bool("ROCPATH_LOCAL_ZYGOTE", True)
 
+# --- local sandbox ------------------------------------------------------------
+# Local jobs run in a bubblewrap sandbox (jobs/executors/local.py): only the stack code, the
+# interpreter, the tools, the job's inputs (read-only) and its out folder (writable), as an
+# unprivileged uid, without network. auto: whenever bwrap is there and passes its self-test;
+# off: never. Where no sandbox starts, kinds that read a team's code refuse to run locally
+# unless ROCPATH_LOCAL_UNSANDBOXED is set (the operator then trusts every team's code).
+ROCPATH_LOCAL_SANDBOX = env_choice("ROCPATH_LOCAL_SANDBOX", "auto", ("auto", "off"))
+ROCPATH_LOCAL_UNSANDBOXED = env_bool("ROCPATH_LOCAL_UNSANDBOXED", False)
+ROCPATH_BWRAP = env_str("ROCPATH_BWRAP", "bwrap") or "bwrap"
+# Sandboxed runners take a uid (and a gid of the same number) from this range, one per
+# project cache (else per job): uids no account has, so their file access is nobody's.
+ROCPATH_SANDBOX_UID = env_int("ROCPATH_SANDBOX_UID", 2_000_000_000, minimum=1000, maximum=2**31 - 2)
+ROCPATH_SANDBOX_UIDS = env_int(
+    "ROCPATH_SANDBOX_UIDS", 100_000, minimum=1, maximum=2**31 - 1 - ROCPATH_SANDBOX_UID
+)
+# What one job may take, whichever executor runs it; job parameters above them are refused.
+ROCPATH_JOB_MAX_MEMORY_MB = env_int(
+    "ROCPATH_JOB_MAX_MEMORY_MB", HOST_MEMORY_MB, minimum=64, maximum=HOST_MEMORY_MB
+)
+_PID_MAX = (
+    int(Path("/proc/sys/kernel/pid_max").read_text())
+    if os.path.exists("/proc/sys/kernel/pid_max")
+    else 32768
+)
+ROCPATH_JOB_MAX_PROCESSES = env_int("ROCPATH_JOB_MAX_PROCESSES", 8192, minimum=16, maximum=_PID_MAX)
+ROCPATH_JOB_MAX_FILE_MB = env_int("ROCPATH_JOB_MAX_FILE_MB", 1024, minimum=1)
+# A sandboxed job's limits: processes of its uid (RLIMIT_NPROC), address space (RLIMIT_AS, not
+# for GPU jobs: GPU runtimes map far more than they use) and its private /tmp (a tmpfs).
+ROCPATH_LOCAL_PIDS = env_int(
+    "ROCPATH_LOCAL_PIDS", 512, minimum=16, maximum=ROCPATH_JOB_MAX_PROCESSES
+)
+ROCPATH_LOCAL_MEMORY_MB = env_int(
+    "ROCPATH_LOCAL_MEMORY_MB",
+    ROCPATH_JOB_MAX_MEMORY_MB,
+    minimum=64,
+    maximum=ROCPATH_JOB_MAX_MEMORY_MB,
+)
+ROCPATH_LOCAL_TMP_MB = env_int(
+    "ROCPATH_LOCAL_TMP_MB", 1024, minimum=16, maximum=ROCPATH_JOB_MAX_MEMORY_MB
+)
+
+# --- job output bounds --------------------------------------------------------
+# A runner's output line longer than this is cut, with a note saying so.
+ROCPATH_EVENT_LINE_MAX_BYTES = env_int("ROCPATH_EVENT_LINE_MAX_BYTES", 64 * 1024, minimum=1024)
+
 # --- project sources (uploads and git clones) ---------------------------------
 ROCPATH_UPLOAD_MAX_BYTES = env_int("ROCPATH_UPLOAD_MAX_BYTES", 512 * 1024**2, minimum=1)
 ROCPATH_SOURCE_MAX_BYTES = env_int("ROCPATH_SOURCE_MAX_BYTES", 2 * 1024**3, minimum=1)

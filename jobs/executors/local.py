@@ -1,8 +1,14 @@
-"""Run the stack runner as a local subprocess in a process group of its own.
+"""Run the stack runner as a local subprocess, in a bubblewrap sandbox where one starts.
 
 Used by the embedded default, development and tests, and wherever no container
-engine answers. The group is what cancel and timeout kill, so tools the runner
-started die with it; PR_SET_PDEATHSIG makes the runner die with its worker.
+engine answers. Sandboxed (jobs/executors/sandbox.py), each job gets a fresh
+interpreter in a sandbox of its own: it sees only its inputs, its out folder and
+the tools, as a uid of its own, without network, and whatever it started dies
+with it. Where no sandbox can start, kinds that read a team's code refuse to
+run unless an operator allows it (ROCPATH_LOCAL_UNSANDBOXED); others run as
+before: in a process group of their own (what cancel and timeout kill, so tools
+the runner started die with it), forked from the zygote or a fresh interpreter.
+PR_SET_PDEATHSIG makes the runner die with its worker either way.
 """
 
 from __future__ import annotations
@@ -34,6 +40,18 @@ from jobs.executors.base import (
     Outcome,
     parse_stdout_line,
 )
+from jobs.executors.sandbox import (
+    SANDBOX_TMP,
+    Limits,
+    bwrap_argv,
+    layout_for,
+    limits_for,
+    own,
+    read_child_pid,
+    sandbox_problem,
+    tools,
+)
+from stack.kinds import KINDS
 from stack.tools import make_die_with_parent
 
 logger = logging.getLogger(__name__)
@@ -68,6 +86,13 @@ def _child_setup(memory_limit: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
+
+def _sandbox_child_setup(limits: Limits) -> None:
+    """Runs in bwrap's process between fork and exec."""
+    if _die_with_parent is not None:
+        _die_with_parent()
+    limits.apply()
 
 
 def _kill_group(pgid: int, sig: int) -> None:
@@ -131,18 +156,66 @@ class LocalExecutor(Executor):
         env.update(visible_devices(spec.hardware))
         return env
 
+    def sandbox_environment(self, spec: JobSpec) -> dict[str, str]:
+        """The job's environment inside its sandbox: HOME and TMPDIR in its private /tmp."""
+        env = self.environment(spec)
+        env.update(
+            {
+                "HOME": SANDBOX_TMP,
+                "TMPDIR": SANDBOX_TMP,
+                "USER": "rocpath-job",
+                "LOGNAME": "rocpath-job",
+                "PYTHONDONTWRITEBYTECODE": "1",  # the stack code is read-only
+            }
+        )
+        return env
+
+    def sandboxed(self, spec: JobSpec) -> bool:
+        """Whether this job runs in a sandbox; an ExecutorError when it must and cannot."""
+        problem = sandbox_problem()
+        if problem is None:
+            return True
+        kind = KINDS.get(spec.kind)
+        if kind is not None and kind.takes_source and not settings.ROCPATH_LOCAL_UNSANDBOXED:
+            raise ExecutorError(
+                f"{spec.kind} jobs run a team's code and this worker cannot sandbox them: "
+                f"{problem}. Install bubblewrap (apt-get install bubblewrap) and run the worker "
+                "as root, use the docker executor, or let an operator allow unsandboxed local "
+                "jobs with ROCPATH_LOCAL_UNSANDBOXED=1."
+            )
+        return False
+
     def prepare(self, spec: JobSpec) -> None:
-        """Inputs appear in the work folder as links to where they are kept."""
+        """Inputs appear in the work folder: bound there in a sandbox, else as links."""
         super().prepare(spec)
+        if self.sandboxed(spec):
+            for name, path in spec.inputs.items():
+                point = spec.work_dir / name
+                if path.is_dir():
+                    point.mkdir(exist_ok=True)
+                else:
+                    point.touch()
+            uid = layout_for(spec, self._python(), Path(settings.BASE_DIR)).uid
+            own(spec.out_dir, uid, uid)
+            if spec.cache_dir is not None:
+                own(spec.cache_dir, uid, uid)
+            return
         for name, path in spec.inputs.items():
             link = spec.work_dir / name
             if not link.is_symlink():
                 link.symlink_to(path, target_is_directory=path.is_dir())
 
+    @staticmethod
+    def _python() -> str:
+        return settings.ROCPATH_STACK_PYTHON or sys.executable
+
     def execute(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
         argv = self.command(spec)
-        env = self.environment(spec)
         runner: Runner | None = None
+        if self.sandboxed(spec):
+            runner = SandboxRunner.start(spec, argv, self.sandbox_environment(spec))
+            return self._follow(runner, spec, hooks)
+        env = self.environment(spec)
         if settings.ROCPATH_LOCAL_ZYGOTE:
             try:
                 runner = zygote_for(argv[0], env).spawn(
@@ -165,7 +238,8 @@ class LocalExecutor(Executor):
             }
         )
         tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
-        buffers = {"stdout": b"", "stderr": b""}
+        limit = settings.ROCPATH_EVENT_LINE_MAX_BYTES
+        readers = {"stdout": LineReader(limit), "stderr": LineReader(limit)}
         selector = selectors.DefaultSelector()
         selector.register(proc.stdout_fd, selectors.EVENT_READ, "stdout")
         selector.register(proc.stderr_fd, selectors.EVENT_READ, "stderr")
@@ -175,9 +249,11 @@ class LocalExecutor(Executor):
         killed_at: float | None = None
         exited_at: float | None = None
 
-        def emit(stream: str, raw: bytes) -> None:
+        def emit(stream: str, raw: bytes, dropped: int) -> None:
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            if stream == "stdout":
+            if dropped:
+                line += f" [rocpath: line cut at {limit} bytes, {dropped} more dropped]"
+            elif stream == "stdout":
                 event = parse_stdout_line(line)
                 if event is not None:
                     hooks.on_event(event)
@@ -193,31 +269,28 @@ class LocalExecutor(Executor):
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
                     selector.unregister(key.fileobj)
-                    if buffers[stream]:
-                        emit(stream, buffers[stream])
-                        buffers[stream] = b""
+                    for raw, dropped in readers[stream].finish():
+                        emit(stream, raw, dropped)
                     continue
-                data = buffers[stream] + chunk
-                *lines, buffers[stream] = data.split(b"\n")
-                for raw in lines:
-                    emit(stream, raw)
+                for raw, dropped in readers[stream].feed(chunk):
+                    emit(stream, raw, dropped)
             now = time.monotonic()
             if killed_at is None:
                 if now >= deadline:
                     outcome.timed_out = True
-                    killed_at = self._terminate(pgid)
+                    killed_at = self._terminate(proc)
                 elif now >= next_cancel_check:
                     next_cancel_check = now + CANCEL_POLL_S
                     if hooks.should_cancel():
                         outcome.canceled = True
-                        killed_at = self._terminate(pgid)
+                        killed_at = self._terminate(proc)
             elif now - killed_at > KILL_GRACE_S:
-                _kill_group(pgid, signal.SIGKILL)
+                proc.kill()
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
             elif exited_at is not None and now - exited_at > KILL_GRACE_S:
                 # The runner is gone but something it started still holds the pipes.
-                _kill_group(pgid, signal.SIGKILL)
+                proc.kill()
             if now >= next_beat:
                 next_beat = now + settings.ROCPATH_HEARTBEAT_S
                 hooks.heartbeat()
@@ -227,10 +300,10 @@ class LocalExecutor(Executor):
         try:
             returncode = proc.wait(timeout=KILL_GRACE_S if killed_at else 30.0)
         except subprocess.TimeoutExpired:
-            _kill_group(pgid, signal.SIGKILL)
+            proc.kill()
             returncode = proc.wait(timeout=30.0)
         # Whatever the runner left in its group (daemonised tools) goes too.
-        _kill_group(pgid, signal.SIGKILL)
+        proc.kill()
         if returncode < 0:
             outcome.signal = -returncode
         else:
@@ -239,9 +312,50 @@ class LocalExecutor(Executor):
         return outcome
 
     @staticmethod
-    def _terminate(pgid: int) -> float:
-        _kill_group(pgid, signal.SIGTERM)
+    def _terminate(proc: Runner) -> float:
+        proc.terminate()
         return time.monotonic()
+
+
+class LineReader:
+    """Splits a stream into lines in linear time, each cut at ``limit`` bytes.
+
+    Pieces of a line are kept in a list and joined once, at its end, never per chunk;
+    past the limit they are counted, not kept, so one endless line costs no memory.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[bytes] = []
+        self.kept = 0
+        self.dropped = 0
+
+    def _add(self, piece: bytes) -> None:
+        room = self.limit - self.kept
+        if room > 0:
+            self.parts.append(piece[:room])
+            self.kept += min(room, len(piece))
+        self.dropped += max(0, len(piece) - max(room, 0))
+
+    def _end(self) -> tuple[bytes, int]:
+        line = (b"".join(self.parts), self.dropped)
+        self.parts, self.kept, self.dropped = [], 0, 0
+        return line
+
+    def feed(self, chunk: bytes) -> list[tuple[bytes, int]]:
+        """The lines this chunk ends, as (bytes kept, bytes dropped)."""
+        lines = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._add(chunk[start:end])
+            lines.append(self._end())
+            start = end + 1
+        self._add(chunk[start:])
+        return lines
+
+    def finish(self) -> list[tuple[bytes, int]]:
+        """The last line, when the stream ended without a newline."""
+        return [self._end()] if self.parts or self.dropped else []
 
 
 class Runner(Protocol):
@@ -255,6 +369,8 @@ class Runner(Protocol):
     def poll(self) -> int | None: ...
     def wait(self, timeout: float) -> int: ...
     def close_pipes(self) -> None: ...
+    def terminate(self) -> None: ...
+    def kill(self) -> None: ...
 
 
 class PopenRunner:
@@ -298,6 +414,83 @@ class PopenRunner:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
+
+    def terminate(self) -> None:
+        _kill_group(self.pid, signal.SIGTERM)
+
+    def kill(self) -> None:
+        _kill_group(self.pid, signal.SIGKILL)
+
+
+class SandboxRunner(PopenRunner):
+    """A fresh interpreter in a bubblewrap sandbox of its own (see jobs/executors/sandbox.py).
+
+    The process started here is bwrap, leading the process group; the runner is pid 1
+    of the sandbox's pid namespace, in a session of its own. SIGTERM goes to the runner
+    itself (through a pidfd, so never to a recycled pid): it writes its result, as
+    outside a sandbox. SIGKILL goes to both; with the runner gone the kernel kills
+    everything else in its namespace, and bwrap's children die with bwrap.
+    """
+
+    mode = "sandboxed"
+
+    def __init__(self, proc: subprocess.Popen, child_pid: int | None, uid: int) -> None:
+        super().__init__(proc)
+        self.mode = f"sandboxed, uid {uid}"
+        self.pidfd: int | None = None
+        if child_pid is not None:
+            with contextlib.suppress(OSError):
+                self.pidfd = os.pidfd_open(child_pid)
+
+    @classmethod
+    def start(cls, spec: JobSpec, command: list[str], env: dict[str, str]) -> SandboxRunner:
+        bwrap, setpriv = tools()
+        if bwrap is None or setpriv is None:
+            raise ExecutorError("could not start the runner: bwrap or setpriv is gone")
+        layout = layout_for(spec, command[0], Path(settings.BASE_DIR))
+        info_r, info_w = os.pipe()
+        argv = bwrap_argv(bwrap, setpriv, layout, command)
+        argv[1:1] = ["--info-fd", str(info_w)]
+        limits = limits_for(spec)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd="/",
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(info_w,),
+                start_new_session=True,
+                preexec_fn=lambda: _sandbox_child_setup(limits),
+            )
+        except OSError as exc:
+            os.close(info_r)
+            raise ExecutorError(f"could not start the runner: {exc}") from exc
+        finally:
+            os.close(info_w)
+        return cls(proc, read_child_pid(info_r), layout.uid)
+
+    def _signal_child(self, sig: int) -> None:
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, sig)
+
+    def terminate(self) -> None:
+        if self.pidfd is None:
+            _kill_group(self.pid, signal.SIGTERM)  # no pid for the runner: bwrap, and all, go
+        self._signal_child(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal_child(signal.SIGKILL)
+        _kill_group(self.pid, signal.SIGKILL)
+
+    def close_pipes(self) -> None:
+        super().close_pipes()
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+            self.pidfd = None
 
 
 class ZygoteError(Exception):
@@ -421,6 +614,12 @@ class ZygoteRunner:
         for fd in (self.stdout_fd, self.stderr_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+    def terminate(self) -> None:
+        _kill_group(self.pid, signal.SIGTERM)
+
+    def kill(self) -> None:
+        _kill_group(self.pid, signal.SIGKILL)
 
 
 _zygote: Zygote | None = None

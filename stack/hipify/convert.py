@@ -51,7 +51,7 @@ def copy_tree(src: Path, dest: Path) -> None:
 
 
 def _run_inplace(script: str, names: Sequence[str], cwd: Path, timeout: float) -> tuple[int, str]:
-    return run_script([script, "-inplace", "-quiet-warnings", *names], cwd, timeout)
+    return run_script([script, "-inplace", "-quiet-warnings", "--", *names], cwd, timeout)
 
 
 def hipify_tree(

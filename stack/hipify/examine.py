@@ -256,7 +256,8 @@ def _run_batch(
     timeout: float,
     quiet: bool,
 ) -> tuple[int, str]:
-    argv = [script, "-examine"] + (["-quiet-warnings"] if quiet else []) + list(paths)
+    # "--": a file named "-o=x.cu" is a file, not an option
+    argv = [script, "-examine"] + (["-quiet-warnings"] if quiet else []) + ["--", *paths]
     return run_script(argv, cwd, timeout)
 
 

@@ -27,6 +27,19 @@ _PATH = {
     "description": "A folder inside the source tree to work on (relative; empty: the whole tree).",
 }
 
+# hipcc flags a job may add: optimisation, macros, the language standard, warnings, debug
+# info and include folders of the tree (relative, no ".."). Nothing that names a host file
+# (-include, -MF, -B, -fplugin=, --sysroot), loads code (-Xclang -load) or passes options on
+# to another tool (-Wp,... -Wa,... -Xarch...): the offload architecture is ours (targets).
+COMPILE_FLAG_PATTERN = (
+    r"^(?:-O(?:[0-3sgz]|fast)?"
+    r"|-[DU][A-Za-z_][A-Za-z0-9_]*(?:=[^\x00-\x1f]*)?"
+    r"|-std=(?:c|c\+\+|gnu|gnu\+\+|hip)[0-9a-z]{1,4}"
+    r"|-W(?:no-)?[a-z0-9][a-z0-9+_=-]*|-w|-pedantic(?:-errors)?"
+    r"|-g(?:[0-3]|line-tables-only)?"
+    r"|-I(?![/=-])(?!\.\.(?:/|$))(?!.*/\.\.(?:/|$))[^\x00-\x1f]+)$"
+)
+
 _JOBS = {
     "type": "integer",
     "minimum": 0,
@@ -54,15 +67,6 @@ HIPIFY_SCAN_PARAMS: dict[str, Any] = {
             "description": (
                 "fast: rocpath's one-pass engine driven by the installed hipify-perl's tables "
                 "(same findings, far faster); hipify-perl: run the real tool's warning pass."
-            ),
-        },
-        "cache_dir": {
-            "type": ["string", "null"],
-            "maxLength": 1000,
-            "default": None,
-            "description": (
-                "Folder of the per-file findings cache (shared by a project's scans): a "
-                "re-scan re-examines only changed files. null: no cache."
             ),
         },
         "jobs": _JOBS,
@@ -98,10 +102,14 @@ COMPILE_CHECK_PARAMS: dict[str, Any] = {
         },
         "extra_flags": {
             "type": "array",
-            "items": {"type": "string", "maxLength": 500, "pattern": r"^-"},
+            "items": {"type": "string", "maxLength": 500, "pattern": COMPILE_FLAG_PATTERN},
             "maxItems": 100,
             "default": [],
-            "description": "More hipcc flags (-D..., -std=c++17, -O2, ...).",
+            "description": (
+                "More hipcc flags, from: -O0..-O3 -Os -Og -Oz -Ofast, -DNAME[=VALUE], -UNAME, "
+                "-std=c++17 (and other standards), -Wwarning / -Wno-warning / -Werror[=...], "
+                "-w, -pedantic, -g, -I<folder of the tree> (relative)."
+            ),
         },
         "include_dirs": {
             "type": "array",

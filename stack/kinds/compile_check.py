@@ -43,8 +43,22 @@ def hipcc_argv(
     argv += extra_flags
     if source.lower().endswith(HIP_LANGUAGE_EXTENSIONS):
         argv += ["-x", "hip"]
+    # The source is an absolute path, so never an option (a file named "-o=x.cu" stays a
+    # file). Not "--": hipcc's wrapper puts "-x hip" right before each .hip/.cu file it sees,
+    # which after a "--" clang would take for two more files.
+    assert os.path.isabs(source), source
     argv += [source, "-o", output]
     return argv
+
+
+def refused_flags(flags: list[str]) -> list[str]:
+    """The flags outside the allowlist (the server refuses them at submit; checked again
+    here, for a runner started some other way)."""
+    import re
+
+    from stack.hipify.schemas import COMPILE_FLAG_PATTERN
+
+    return [flag for flag in flags if not re.fullmatch(COMPILE_FLAG_PATTERN, flag)]
 
 
 def compile_env(home: str) -> dict[str, str]:
@@ -102,6 +116,11 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         return RunResult(status="errored", error=str(ToolMissing("hipcc")))
     targets: list[str] = list(params.get("targets") or ["gfx942"])
     extra_flags = list(params.get("extra_flags", []))
+    if refused := refused_flags(extra_flags):
+        return RunResult(
+            status="errored",
+            error="extra_flags: not allowed: " + " ".join(refused)[:500],
+        )
     timeout = float(params.get("file_timeout_s", 300))
     jobs = params.get("jobs") or usable_cpus()
     started = time.monotonic()
@@ -116,7 +135,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             tree, params.get("include", []), params.get("exclude", []), SOURCE_EXTENSIONS
         )
         include_dirs = [tree_str] + [
-            str(tree / d) for d in params.get("include_dirs", []) if (tree / d).is_dir()
+            str(tree / d)
+            for d in params.get("include_dirs", [])
+            if (tree / d).is_dir() and (tree / d).resolve().is_relative_to(tree.resolve())
         ]
         home = tmp / "home"
         (home / "objects").mkdir(parents=True)

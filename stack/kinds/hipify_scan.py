@@ -81,8 +81,8 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
 
     started = time.monotonic()
     # The orchestrator gives each project a cache that outlives jobs (ROCPATH_CACHE_DIR);
-    # a param names another one.
-    cache_dir = params.get("cache_dir") or os.environ.get("ROCPATH_CACHE_DIR") or None
+    # no parameter names one: a team must not reach another's findings.
+    cache_dir = os.environ.get("ROCPATH_CACHE_DIR") or None
     try:
         root = source_root(ctx, params.get("path", ""))
     except ValueError as exc:
@@ -129,7 +129,7 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
         "cached": result.cached,
         "duplicates": result.duplicates,
         "totals": result.totals_from,
-        "cache_dir": cache_dir,
+        "cache": cache_dir is not None,
     }
     summary["timings_s"] = {k: round(v, 3) for k, v in result.timings.items()}
     summary["seconds"] = round(time.monotonic() - started, 3)

@@ -36,10 +36,11 @@ class Recorder:
         self.beats += 1
 
 
-@pytest.fixture(autouse=True, params=["zygote", "fresh-interpreter"])
+@pytest.fixture(autouse=True, params=["sandbox", "zygote", "fresh-interpreter"])
 def runner_mode(request, settings) -> str:
-    """Every test runs with runners forked from the zygote and with fresh interpreters."""
+    """Every test runs sandboxed, and unsandboxed both forked from the zygote and fresh."""
     settings.ROCPATH_LOCAL_ZYGOTE = request.param == "zygote"
+    settings.ROCPATH_LOCAL_SANDBOX = "auto" if request.param == "sandbox" else "off"
     return request.param
 
 
@@ -109,6 +110,7 @@ def _wait_for(path: Path) -> int:
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
 def test_cancel_and_timeout_kill_the_whole_process_group(tmp_path, settings, how):
     settings.ROCPATH_LOCAL_ZYGOTE = False  # the fake runner is a shell script, not a python
+    settings.ROCPATH_LOCAL_SANDBOX = "off"  # it writes its pids into the job folder
     settings.ROCPATH_STACK_PYTHON = str(_fake_runner(tmp_path))
     recorder = Recorder(cancel_after=1.0 if how == "cancel" else None)
     spec = _spec(tmp_path, "noop", {}, timeout_s=1 if how == "timeout" else 60)

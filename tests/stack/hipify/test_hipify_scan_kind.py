@@ -130,16 +130,18 @@ def test_both_engines_give_the_same_findings_json_for_a_tree(tmp_path):
 
 
 @needs_hipify_perl
-def test_a_tree_scanned_twice_with_one_file_changed_re_examines_only_that_file(tmp_path):
+def test_a_tree_scanned_twice_with_one_file_changed_re_examines_only_that_file(
+    tmp_path, monkeypatch
+):
     files = {f"k{i}.cu": SAMPLE_CU.replace("scale", f"scale{i}") for i in range(6)}
     files["copy.cu"] = files["k0.cu"]
     src = _tree(tmp_path / "work/src", files)
-    cache = str(tmp_path / "cache")
-    first, _ = _run({"cache_dir": cache}, tmp_path / "work", tmp_path / "out1")
+    monkeypatch.setenv("ROCPATH_CACHE_DIR", str(tmp_path / "cache"))  # as the server gives it
+    first, _ = _run({}, tmp_path / "work", tmp_path / "out1")
     assert first.summary["incremental"]["examined"] == 6  # copy.cu has k0.cu's content
     assert first.summary["incremental"]["duplicates"] == 1
     (src / "k3.cu").write_text(SAMPLE_CU + "cudaDeviceReset();\n")
-    second, _ = _run({"cache_dir": cache}, tmp_path / "work", tmp_path / "out2")
+    second, _ = _run({}, tmp_path / "work", tmp_path / "out2")
     assert second.summary["incremental"]["examined"] == 1
     assert second.summary["incremental"]["cached"] == 6
     assert second.summary["incremental"]["totals"] == "updated"
@@ -267,7 +269,6 @@ def test_params_have_documented_defaults():
         "exclude": [],
         "path": "",
         "engine": "fast",
-        "cache_dir": None,
         "jobs": 0,
     }
 

@@ -1,0 +1,63 @@
+"""A local runner's output is read in linear time and each line is bounded in size."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from django.conf import settings
+
+from jobs.executors.base import JobSpec
+from jobs.executors.local import LocalExecutor
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.lines: list[tuple[str, str]] = []
+
+    def on_event(self, event: dict) -> None:
+        self.events.append(event)
+
+    def on_line(self, line: str, stream: str) -> None:
+        self.lines.append((stream, line))
+
+    def should_cancel(self) -> bool:
+        return False
+
+    def heartbeat(self) -> None:
+        pass
+
+
+def _run(tmp_path, monkeypatch, code: str) -> Recorder:
+    spec = JobSpec(job_id=5, kind="noop", workdir=tmp_path / "job", timeout_s=300)
+    spec.workdir.mkdir()
+    spec.params_file.write_text("{}")
+    python = settings.ROCPATH_STACK_PYTHON or sys.executable
+    monkeypatch.setattr(LocalExecutor, "command", lambda self, spec: [python, "-c", code])
+    recorder = Recorder()
+    LocalExecutor().run(spec, recorder)
+    return recorder
+
+
+def test_a_one_mib_line_is_cut_with_a_note(tmp_path, monkeypatch, settings):
+    settings.ROCPATH_LOCAL_ZYGOTE = False
+    code = "import sys; sys.stdout.write('x' * 2**20 + '\\n'); sys.stderr.write('y' * 2**20)"
+    recorder = _run(tmp_path, monkeypatch, code)
+    limit = settings.ROCPATH_EVENT_LINE_MAX_BYTES
+    for stream in ("stdout", "stderr"):
+        (line,) = [text for where, text in recorder.lines if where == stream]
+        assert line.startswith("x" * 100 if stream == "stdout" else "y" * 100)
+        assert len(line) < limit + 200
+        assert f"line cut at {limit} bytes, {2**20 - limit} more dropped" in line
+
+
+def test_a_100_mb_line_without_a_newline_is_read_in_linear_time(tmp_path, monkeypatch, settings):
+    settings.ROCPATH_LOCAL_ZYGOTE = False
+    code = "import sys\nfor _ in range(100): sys.stdout.write('z' * 10**6)\nsys.stdout.flush()"
+    started = time.monotonic()
+    recorder = _run(tmp_path, monkeypatch, code)
+    took = time.monotonic() - started
+    (line,) = [text for where, text in recorder.lines if where == "stdout"]
+    assert "line cut at" in line and len(line) < settings.ROCPATH_EVENT_LINE_MAX_BYTES + 200
+    assert took < 20, f"reading one 100 MB line took {took:.1f} s"

@@ -1,0 +1,242 @@
+"""What a local job can reach: nothing of the host but its own inputs, out folder and tools.
+
+A hostile runner is played by a small script run through the local executor's own
+machinery (its sandbox, its limits, its way of starting and ending a runner): it tries
+to read the server's secret-key file, /etc/shadow, the worker's environment and
+another job's folder, to connect to a listener on 127.0.0.1, and leaves a child behind
+with setsid. Each attempt must be refused and the child must be gone with the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.executors.base import JobSpec
+from jobs.executors.local import LocalExecutor
+from jobs.executors.sandbox import sandbox_problem
+from portal.models import SourceSnapshot
+from portal.sources import tree_of
+from tests.factories import make_job, make_project
+
+pytestmark = pytest.mark.skipif(
+    sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"
+)
+
+HOSTILE = r"""
+import json, os, socket, subprocess, sys, time
+targets = json.loads(sys.argv[1])
+seen = {}
+for name, path in targets["read"].items():
+    try:
+        with open(path, "rb") as handle:
+            seen[name] = handle.read(4096).decode("latin-1")
+    except OSError as exc:
+        seen[name] = f"refused: {exc.strerror}"
+try:
+    seen["listdir jobs"] = sorted(os.listdir(targets["jobs"]))
+except OSError as exc:
+    seen["listdir jobs"] = f"refused: {exc.strerror}"
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+sock.settimeout(3)
+try:
+    sock.connect(("127.0.0.1", targets["port"]))
+    sock.sendall(b"hello from the job")
+    seen["connect"] = "connected"
+except OSError as exc:
+    seen["connect"] = f"refused: {exc.strerror}"
+child = subprocess.Popen(
+    ["sleep", "300"], start_new_session=True,
+    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+)
+seen["child"] = child.pid
+with open(os.path.join(targets["out"], "hostile.json"), "w") as handle:
+    json.dump(seen, handle)
+print("RESULT " + json.dumps(seen), flush=True)
+"""
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.lines: list[tuple[str, str]] = []
+
+    def on_event(self, event: dict) -> None:
+        self.events.append(event)
+
+    def on_line(self, line: str, stream: str) -> None:
+        self.lines.append((stream, line))
+
+    def should_cancel(self) -> bool:
+        return False
+
+    def heartbeat(self) -> None:
+        pass
+
+
+@pytest.fixture
+def secret_key_file():
+    """A secret-key file where the server keeps its own (var/), readable only by root."""
+    path = Path(settings.VAR_DIR) / f"secret_key.test-{os.getpid()}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("the-server-secret-key-do-not-leak\n")
+    path.chmod(0o600)
+    yield path
+    path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def listener():
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+    server.settimeout(0.5)
+    yield server
+    server.close()
+
+
+def _host_pid(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
+
+
+def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict, Recorder, Path]:
+    jobs = Path(settings.ARTIFACT_ROOT) / "jobs"
+    other = jobs / "998" / "out"
+    other.mkdir(parents=True)
+    (other / "result.json").write_text('{"summary": "another team\'s result"}')
+    private = tmp_path / "tree"
+    private.mkdir()
+    (private / "root-only.txt").write_text("only root may read this\n")
+    (private / "root-only.txt").chmod(0o600)
+    (private / "k.cu").write_text("// the team's own source\n")
+    workdir = jobs / "999"
+    workdir.mkdir(parents=True)
+    spec = JobSpec(job_id=999, kind="noop", workdir=workdir, timeout_s=60, inputs={"src": private})
+    spec.params_file.write_text("{}")
+    targets = {
+        "read": {
+            "secret key": str(secret_key_file),
+            "/etc/shadow": "/etc/shadow",
+            "worker environ": f"/proc/{os.getpid()}/environ",
+            "other job": str(other / "result.json"),
+            "root-only input": str(spec.work_dir / "src" / "root-only.txt"),
+            "own input": str(spec.work_dir / "src" / "k.cu"),
+        },
+        "jobs": str(jobs),
+        "port": listener.getsockname()[1],
+        "out": str(spec.out_dir),
+    }
+    python = settings.ROCPATH_STACK_PYTHON or sys.executable
+    monkeypatch.setattr(
+        LocalExecutor, "command", lambda self, spec: [python, "-c", HOSTILE, json.dumps(targets)]
+    )
+    recorder = Recorder()
+    outcome = LocalExecutor().run(spec, recorder)
+    assert outcome.exit_code == 0, outcome.stderr_tail
+    result = next(
+        json.loads(line.removeprefix("RESULT "))
+        for _, line in recorder.lines
+        if line.startswith("RESULT")
+    )
+    return result, recorder, workdir
+
+
+def test_a_local_job_cannot_read_the_secret_key_shadow_the_workers_environment_or_other_jobs(
+    tmp_path, monkeypatch, secret_key_file, listener
+):
+    seen, recorder, _ = _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
+    for name in ("secret key", "/etc/shadow", "worker environ", "other job"):
+        assert seen[name].startswith("refused"), f"{name}: {seen[name]!r}"
+    assert "the-server-secret-key" not in json.dumps([recorder.lines, recorder.events])
+    assert seen["listdir jobs"] == ["999"], "other jobs' folders are visible"
+    assert seen["own input"] == "// the team's own source\n"  # what it is given, it reads
+
+
+def test_a_local_jobs_uid_is_really_unprivileged(tmp_path, monkeypatch, secret_key_file, listener):
+    # A root-owned 0600 file among the job's own inputs: a uid that is root outside (a uid
+    # mapped in a user namespace made by root) would read it; a real unprivileged uid cannot.
+    seen, _, _ = _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
+    assert seen["root-only input"] == "refused: Permission denied"
+
+
+def test_a_local_job_cannot_open_a_network_connection(
+    tmp_path, monkeypatch, secret_key_file, listener
+):
+    seen, _, _ = _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
+    assert seen["connect"].startswith("refused")
+    with pytest.raises(TimeoutError):
+        listener.accept()  # the listener saw nothing
+
+
+def test_a_child_that_calls_setsid_does_not_outlive_its_job(
+    tmp_path, monkeypatch, secret_key_file, listener
+):
+    _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
+    # The pid the child had inside is not its host pid: find it by what it runs, as the
+    # job's uid or the worker's own.
+    deadline = time.monotonic() + 5
+    while (left := _sleepers()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"the job's setsid child survived: {left}"
+
+
+def _sleepers() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmdline[:2] == [b"sleep", b"300"] and _host_pid(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.django_db
+def test_a_kind_that_runs_a_teams_code_refuses_to_run_without_a_sandbox(team, settings):
+    settings.ROCPATH_LOCAL_SANDBOX = "off"  # as on a worker where bwrap cannot start
+    project = make_project(team)
+    snapshot = SourceSnapshot.objects.create(
+        project=project, origin="upload", name="x.zip", status="ready"
+    )
+    tree_of(snapshot).mkdir(parents=True)
+    (tree_of(snapshot) / "k.cu").write_text("__global__ void k() {}\n")
+    job = make_job(team, kind="hipify-scan", params={}, project=project, source=snapshot)
+    job.mark_queued("task-x")
+    assert services.execute_job(job.pk, worker="w@h") == "errored"
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERRORED
+    assert "cannot sandbox them" in job.error and "ROCPATH_LOCAL_UNSANDBOXED=1" in job.error
+    assert not (services.job_dir(job.pk) / "out" / "result.json").exists()
+
+
+@pytest.mark.django_db
+def test_an_operator_may_let_such_kinds_run_unsandboxed(team, settings):
+    settings.ROCPATH_LOCAL_SANDBOX = "off"
+    settings.ROCPATH_LOCAL_UNSANDBOXED = True
+    project = make_project(team)
+    snapshot = SourceSnapshot.objects.create(
+        project=project, origin="upload", name="x.zip", status="ready"
+    )
+    tree_of(snapshot).mkdir(parents=True)
+    (tree_of(snapshot) / "k.cu").write_text("__global__ void k() {}\n")
+    job = make_job(team, kind="hipify-scan", params={}, project=project, source=snapshot)
+    job.mark_queued("task-x")
+    services.execute_job(job.pk, worker="w@h")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
