@@ -33,10 +33,13 @@ import select
 import signal
 import socket
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 from stack.tools import make_die_with_parent
 
 MAX_MESSAGE = 1 << 20
+SANDBOX_FAILED = 71  # exit status of a child whose sandbox could not be built
 
 _DIE_WITH_PARENT = make_die_with_parent()  # libc loaded once, before any fork
 
@@ -47,41 +50,48 @@ def die_with_parent() -> None:
         _DIE_WITH_PARENT()
 
 
-def _child(request: dict, fds: list[int], parent: int, close: list[int]) -> None:
-    """In the forked child: become the job's runner process, then run it. Never returns."""
-    code = 70
-    try:
-        os.setsid()
-        die_with_parent()
-        if os.getppid() != parent:  # the zygote died between fork() and prctl()
-            os._exit(code)
-        for target, fd in zip((0, 1, 2), fds, strict=True):
-            os.dup2(fd, target)
-        for fd in [*fds, *close]:
-            os.close(fd)
-        signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        import resource
+def _reset_signals(sigpipe: signal.Handlers) -> None:
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGCHLD, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, sigpipe)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if request.get("memory_limit"):
-            limit = int(request["memory_limit"])
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        if "random" in sys.modules:
-            sys.modules["random"].seed()  # children must not share the zygote's sequence
 
+def _become_session(parent: int) -> None:
+    os.setsid()
+    die_with_parent()
+    if os.getppid() != parent:  # the zygote died between fork() and prctl()
+        os._exit(70)
+
+
+def run_python(argv: list[str]) -> int:
+    """Do what ``python ARGV...`` would, in this process: ``-m stack …``, ``-m mod``, ``-c``."""
+    if argv[:2] == ["-m", "stack"]:
         from stack.cli import main
 
-        argv = request["argv"]
-        sys.argv = ["python -m stack", *argv]
-        code = main(argv)
+        sys.argv = ["python -m stack", *argv[2:]]
+        return main(argv[2:])
+    if len(argv) >= 2 and argv[0] == "-m":
+        import runpy
+
+        sys.argv = [argv[1], *argv[2:]]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        return 0
+    if len(argv) >= 2 and argv[0] == "-c":
+        sys.argv = ["-c", *argv[2:]]
+        exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102
+        return 0
+    print(f"zygote: cannot run python {' '.join(argv[:2])}", file=sys.stderr)
+    return 2
+
+
+def _finish(run: Callable[[], int]) -> NoReturn:
+    code = 70
+    try:
+        code = run()
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
     except BaseException:
         import traceback
 
@@ -93,9 +103,154 @@ def _child(request: dict, fds: list[int], parent: int, close: list[int]) -> None
         os._exit(code)
 
 
-def serve(sock: socket.socket) -> None:
-    """The zygote's loop: fork on request, report exits, stop when the worker hangs up."""
-    import stack.cli  # noqa: F401 - the point of the zygote: import once, before any fork
+def _job_process(request: dict) -> None:
+    """The job's process state, as a fresh interpreter would have it (its env, its seed)."""
+    os.environ.clear()
+    os.environ.update(request["env"])
+    import tempfile
+
+    tempfile.tempdir = None  # TMPDIR is the job's now
+    if "random" in sys.modules:
+        sys.modules["random"].seed()  # children must not share the zygote's sequence
+
+
+def _child(request: dict, fds: list[int], parent: int) -> NoReturn:
+    """Unsandboxed: become the job's runner process (its group, env, limits), then run it."""
+
+    def run() -> int:
+        _become_session(parent)
+        for target, fd in zip((0, 1, 2), fds, strict=True):
+            os.dup2(fd, target)
+        _close_from(3)
+        _reset_signals(signal.SIG_DFL)
+        os.chdir(request["cwd"])
+        _job_process(request)
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if request.get("memory_limit"):
+            limit = int(request["memory_limit"])
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        return run_python(request["argv"])
+
+    _finish(run)
+
+
+def _close_from(low: int) -> None:
+    os.closerange(low, resource_nofile())
+
+
+def resource_nofile() -> int:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(soft, 1024) if hard == resource.RLIM_INFINITY else hard
+
+
+def _report(status: int, message: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(status, message.encode("utf-8", "replace")[:60000])
+        os.close(status)
+
+
+def _sandboxed_child(request: dict, fds: list[int], parent: int) -> NoReturn:
+    """Sandboxed: build the job's own namespaces, fork its pid 1, wait for it, mirror its end.
+
+    This process stays root and outside the new pid namespace (as bwrap's own process
+    does) and runs nothing of the job: it forwards SIGTERM to the runner and exits as it
+    did. The runner builds the sandbox (stack/sandbox.py) before touching the job.
+    """
+    from stack import sandbox
+
+    _become_session(parent)
+    for target, fd in zip((0, 1, 2), fds[:3], strict=True):
+        os.dup2(fd, target)
+    os.dup2(fds[3], 3)
+    _close_from(4)
+    status = 3
+    _reset_signals(signal.SIG_IGN)  # SIGPIPE ignored, as in a fresh interpreter
+    try:
+        box = request["sandbox"]
+        facts = sandbox.host_facts()
+        sandbox.unshare_namespaces()
+        life_r, life_w = os.pipe()
+        runner = os.fork()
+    except Exception as exc:
+        _report(status, f"{type(exc).__name__}: {exc}")
+        os._exit(SANDBOX_FAILED)
+    if runner == 0:
+        os.close(life_w)
+        _sandboxed_runner(request, box, facts, status, life_r)
+    os.close(status)
+    os.close(life_r)
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(runner, signal.SIGTERM))
+    while True:
+        try:
+            _, wait_status = os.waitpid(runner, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(wait_status):
+        sig = os.WTERMSIG(wait_status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(wait_status))
+
+
+def _sandboxed_runner(request: dict, box: dict, facts: dict, status: int, life_r: int) -> NoReturn:
+    from stack import sandbox
+
+    try:
+        sandbox.die_with_parent()
+        readable, _, _ = select.select([life_r], [], [], 0)
+        if readable:  # its parent (outside the namespace) is already gone
+            os._exit(SANDBOX_FAILED)
+        os.close(life_r)
+        os.setsid()  # as bwrap's --new-session
+        sandbox.enter(box, facts)
+    except BaseException as exc:
+        _report(
+            status,
+            f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, sandbox.SandboxFailed)
+            else str(exc),
+        )
+        os._exit(SANDBOX_FAILED)
+    _job_process(request)
+    sys.dont_write_bytecode = True  # the stack code is read-only
+    os.write(status, b"ready")
+    os.close(status)
+    _finish(lambda: run_python(request["argv"]))
+
+
+def _take(sock: socket.socket, taken: int, parent: int, sandboxed: bool) -> NoReturn:
+    """In a fresh child of the zygote: receive one request (the zygote never reads one)."""
+    want = 4 if sandboxed else 3
+    try:
+        message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, want)
+        sock.close()
+        if len(fds) != want:
+            raise ValueError(f"expected {want} file descriptors, got {len(fds)}")
+        request = json.loads(message)
+    except Exception as exc:
+        os.write(taken, f"bad request: {exc}".encode())
+        os._exit(2)
+    os.write(taken, b"ok")
+    os.close(taken)
+    if sandboxed:
+        _sandboxed_child(request, fds, parent)
+    _child(request, fds, parent)
+
+
+def serve(sock: socket.socket, sandboxed: bool = False) -> None:
+    """The zygote's loop: fork on request, report exits, stop when the worker hangs up.
+
+    Each request is read by the child forked for it, not by the zygote: a job's request
+    (its paths, its environment) is never in the memory later children are forked from.
+    """
+    import stack.cli  # the point of the zygote: import once, before any fork
+    import stack.sandbox  # noqa: F401 - libc and its prototypes, before any fork
     from stack.kinds import KINDS
 
     for kind in KINDS.values():
@@ -129,32 +284,48 @@ def serve(sock: socket.socket) -> None:
         if sock not in readable:
             continue
         try:
-            message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 3)
+            waiting = sock.recv(1, socket.MSG_PEEK)
         except ConnectionResetError:
-            message, fds = b"", []
-        if not message:
+            waiting = b""
+        if not waiting:
             return  # the worker closed its end: stop (children die with us)
-        if len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            send({"error": f"expected 3 file descriptors, got {len(fds)}"})
-            continue
-        request = json.loads(message)
+        taken_r, taken_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _child(request, fds, parent, [sock.fileno(), wake_r, wake_w])
-        for fd in fds:
-            os.close(fd)
-        children.add(pid)
-        send({"started": pid})
+            os.close(taken_r)
+            for fd in (wake_r, wake_w):
+                os.close(fd)
+            _take(sock, taken_w, parent, sandboxed)
+        os.close(taken_w)
+        answer = _read_answer(taken_r)
+        if answer == b"ok":
+            children.add(pid)
+            send({"started": pid})
+        else:
+            os.waitpid(pid, 0)
+            send({"error": answer.decode("utf-8", "replace") or "the zygote's child died"})
+
+
+def _read_answer(fd: int) -> bytes:
+    data = b""
+    try:
+        while select.select([fd], [], [], 10)[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    return data
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] != "--fd":
-        print("usage: python -m stack.zygote --fd N", file=sys.stderr)
+    sandboxed = argv[2:] == ["--sandboxed"]
+    if len(argv) not in (2, 3) or argv[0] != "--fd" or (len(argv) == 3 and not sandboxed):
+        print("usage: python -m stack.zygote --fd N [--sandboxed]", file=sys.stderr)
         return 2
     sock = socket.socket(fileno=int(argv[1]))
-    serve(sock)
+    serve(sock, sandboxed)
     return 0
 
 

@@ -189,6 +189,12 @@ ROCPATH_LOCAL_ZYGOTE = env_bool("ROCPATH_LOCAL_ZYGOTE", True)
 ROCPATH_LOCAL_SANDBOX = env_choice("ROCPATH_LOCAL_SANDBOX", "auto", ("auto", "off"))
 ROCPATH_LOCAL_UNSANDBOXED = env_bool("ROCPATH_LOCAL_UNSANDBOXED", False)
 ROCPATH_BWRAP = env_str("ROCPATH_BWRAP", "bwrap") or "bwrap"
+# How a sandboxed job starts: "zygote", forked from a warm interpreter that builds the job's
+# namespaces, mounts and uid itself (stack/sandbox.py) from the same mount plan; "bwrap",
+# a fresh interpreter per job under bwrap and setpriv. Both give the same sandbox.
+ROCPATH_LOCAL_SANDBOX_RUNNER = env_choice(
+    "ROCPATH_LOCAL_SANDBOX_RUNNER", "zygote", ("zygote", "bwrap")
+)
 # Sandboxed runners take a uid (and a gid of the same number) from this range, one per
 # project cache (else per job): uids no account has, so their file access is nobody's.
 ROCPATH_SANDBOX_UID = env_int("ROCPATH_SANDBOX_UID", 2_000_000_000, minimum=1000, maximum=2**31 - 2)

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import resource
+import select
 import selectors
 import signal
 import socket
@@ -49,6 +50,7 @@ from jobs.executors.sandbox import (
     own,
     read_child_pid,
     sandbox_problem,
+    sandbox_request,
     tools,
 )
 from stack.kinds import KINDS
@@ -213,13 +215,25 @@ class LocalExecutor(Executor):
         argv = self.command(spec)
         runner: Runner | None = None
         if self.sandboxed(spec):
-            runner = SandboxRunner.start(spec, argv, self.sandbox_environment(spec))
+            env = self.sandbox_environment(spec)
+            if settings.ROCPATH_LOCAL_SANDBOX_RUNNER == "zygote":
+                layout = layout_for(spec, argv[0], Path(settings.BASE_DIR))
+                box = sandbox_request(layout, limits_for(spec))
+                try:
+                    runner = zygote_for(argv[0], env, sandboxed=True).spawn(
+                        argv[1:], env, spec.workdir, None, sandbox=box
+                    )
+                    runner.mode = f"sandboxed, forked from the zygote, uid {layout.uid}"
+                except ZygoteError as exc:
+                    logger.warning("sandboxed zygote unavailable, starting bwrap: %s", exc)
+            if runner is None:
+                runner = SandboxRunner.start(spec, argv, env)
             return self._follow(runner, spec, hooks)
         env = self.environment(spec)
         if settings.ROCPATH_LOCAL_ZYGOTE:
             try:
                 runner = zygote_for(argv[0], env).spawn(
-                    argv[3:], env, spec.workdir, spec.memory_limit_bytes
+                    argv[1:], env, spec.workdir, spec.memory_limit_bytes
                 )
             except ZygoteError as exc:
                 logger.warning("zygote unavailable, starting a fresh interpreter: %s", exc)
@@ -497,16 +511,44 @@ class ZygoteError(Exception):
     """The zygote could not start a runner; the caller falls back to a fresh interpreter."""
 
 
-class Zygote:
-    """One warm ``python -m stack.zygote`` per worker process (see stack/zygote.py)."""
+class SandboxSetupError(ExecutorError):
+    """The sandboxed zygote's child could not build the job's sandbox: the job never ran."""
 
-    def __init__(self, python: str, env: dict[str, str]) -> None:
+
+def zygote_environment() -> dict[str, str]:
+    """The sandboxed zygote's own environment: no job's (every child's /proc/self/environ
+    shows it), only what the interpreter needs to start."""
+    env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TZ") if key in os.environ}
+    env.update(
+        {
+            "PYTHONPATH": str(Path(settings.BASE_DIR)),
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "HOME": SANDBOX_TMP,
+        }
+    )
+    return env
+
+
+class Zygote:
+    """One warm ``python -m stack.zygote`` per worker process (see stack/zygote.py).
+
+    Sandboxed, it is started with an environment of its own (no job's) and each of its
+    children builds its job's sandbox before the job runs (stack/sandbox.py).
+    """
+
+    def __init__(self, python: str, env: dict[str, str], sandboxed: bool = False) -> None:
         self.owner = os.getpid()
         self.python = python
+        self.sandboxed = sandboxed
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        command = [python, "-m", "stack.zygote", "--fd", str(theirs.fileno())]
+        if sandboxed:
+            command.append("--sandboxed")
+            env = zygote_environment()
         try:
             self.proc = subprocess.Popen(
-                [python, "-m", "stack.zygote", "--fd", str(theirs.fileno())],
+                command,
                 env={**env, "ROCPATH_JOB_ID": ""},
                 cwd=str(settings.BASE_DIR),
                 stdin=subprocess.DEVNULL,
@@ -540,14 +582,30 @@ class Zygote:
         return message
 
     def spawn(
-        self, argv: list[str], env: dict[str, str], cwd: Path, memory_limit: int | None
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        memory_limit: int | None,
+        sandbox: dict | None = None,
     ) -> ZygoteRunner:
+        """Start ``python ARGV`` as a child of the zygote; in ``sandbox`` when given.
+
+        A sandboxed child says "ready" on a pipe of its own once its sandbox is built, or
+        why it could not be: then SandboxSetupError, and nothing of the job ran.
+        """
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         devnull = os.open(os.devnull, os.O_RDONLY)
+        fds = [devnull, out_w, err_w]
         request = {"argv": argv, "env": env, "cwd": str(cwd), "memory_limit": memory_limit}
+        status_r = None
+        if sandbox is not None:
+            status_r, status_w = os.pipe()
+            fds.append(status_w)
+            request["sandbox"] = sandbox
         try:
-            socket.send_fds(self.sock, [json.dumps(request).encode()], [devnull, out_w, err_w])
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
             deadline = time.monotonic() + 10
             while True:
                 message = self._receive(max(0.01, deadline - time.monotonic()))
@@ -559,18 +617,49 @@ class Zygote:
                 if message and "error" in message:
                     raise ZygoteError(message["error"])
         except (OSError, ZygoteError) as exc:
-            for fd in (out_r, err_r):
-                os.close(fd)
+            for fd in (out_r, err_r, status_r):
+                if fd is not None:
+                    os.close(fd)
             raise ZygoteError(str(exc)) from exc
         finally:
-            for fd in (devnull, out_w, err_w):
+            for fd in fds:
                 os.close(fd)
-        return ZygoteRunner(self, pid, out_r, err_r)
+        runner = ZygoteRunner(self, pid, out_r, err_r)
+        if status_r is not None:
+            answer = _read_status(status_r, timeout=30.0)
+            if answer != b"ready":
+                runner.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    runner.wait(timeout=KILL_GRACE_S)
+                runner.close_pipes()
+                reason = answer.decode("utf-8", "replace") or (
+                    f"its process ended during set-up (exit {runner.returncode})"
+                )
+                raise SandboxSetupError(f"the job's sandbox could not be built: {reason}")
+        return runner
 
     def close(self) -> None:
         self.sock.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+
+
+def _read_status(fd: int, timeout: float) -> bytes:
+    """All a sandboxed child wrote on its status pipe until it closed it (or the timeout)."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    return data
 
 
 class ZygoteRunner:
@@ -622,16 +711,16 @@ class ZygoteRunner:
         _kill_group(self.pid, signal.SIGKILL)
 
 
-_zygote: Zygote | None = None
+_zygotes: dict[bool, Zygote] = {}  # one per worker process and kind (sandboxed or not)
 
 
-def zygote_for(python: str, env: dict[str, str]) -> Zygote:
+def zygote_for(python: str, env: dict[str, str], sandboxed: bool = False) -> Zygote:
     """This worker process's zygote, started (again) when missing or dead."""
-    global _zygote  # one zygote per worker process, by design
-    if _zygote is not None and (_zygote.python != python or not _zygote.alive()):
-        if _zygote.owner == os.getpid():
-            _zygote.close()
-        _zygote = None
-    if _zygote is None:
-        _zygote = Zygote(python, env)
-    return _zygote
+    zygote = _zygotes.get(sandboxed)
+    if zygote is not None and (zygote.python != python or not zygote.alive()):
+        if zygote.owner == os.getpid():
+            zygote.close()
+        zygote = None
+    if zygote is None:
+        zygote = _zygotes[sandboxed] = Zygote(python, env, sandboxed)
+    return zygote

@@ -24,19 +24,19 @@ import functools
 import glob
 import json
 import os
-import resource
 import select
 import shutil
 import subprocess
 import sys
 import tempfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 
 from jobs.executors.base import JobSpec
+from stack.sandbox import apply_limits
 
 MIB = 1024 * 1024
 # The sandbox's own tmpfs, not the host's /tmp (which it never sees).
@@ -76,14 +76,12 @@ class Limits:
     cpu_seconds: int
 
     def apply(self) -> None:
-        """In the child, between fork and exec: inherited by bwrap and the runner."""
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        # Not counted for bwrap (root); counted once setpriv has switched to the job's uid.
-        resource.setrlimit(resource.RLIMIT_NPROC, (self.processes, self.processes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_size, self.file_size))
-        resource.setrlimit(resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds))
-        if self.address_space:
-            resource.setrlimit(resource.RLIMIT_AS, (self.address_space, self.address_space))
+        """In the child, between fork and exec: inherited by bwrap and the runner.
+
+        RLIMIT_NPROC is not counted for bwrap (root); it is once setpriv has switched to
+        the job's uid. The sandboxed zygote's child sets the same (stack/sandbox.py).
+        """
+        apply_limits(**asdict(self))
 
 
 @dataclass
@@ -218,9 +216,82 @@ def layout_for(spec: JobSpec, python: str, base_dir: Path) -> Layout:
     return layout
 
 
+@dataclass(frozen=True)
+class Mount:
+    """One step of building a sandbox's root, in order: the one description of what it holds.
+
+    Both ways of starting a sandbox are built from the same list: ``bwrap_argv`` turns each
+    step into bwrap options, and the sandboxed zygote (stack/sandbox.py) performs them itself,
+    receiving the list as JSON (``asdict``). kind: ``tmpfs`` (``mode``, ``size`` bytes),
+    ``proc``, ``dev`` (bwrap's minimal /dev), ``bind`` (``read_only``; ``optional``: skipped
+    when the source is missing; ``devices``: device nodes usable), ``symlink`` (``source`` is
+    the link's target) or ``dir`` (an empty folder of the sandbox's own root, ``mode``).
+    """
+
+    kind: str
+    dest: str
+    source: str | None = None
+    read_only: bool = False
+    optional: bool = False
+    devices: bool = False
+    mode: int | None = None
+    size: int | None = None
+
+
+def mount_plan(layout: Layout) -> list[Mount]:
+    """Every step that builds ``layout``'s sandbox root, in the order they must run."""
+    tmp_bytes = settings.ROCPATH_LOCAL_TMP_MB * MIB
+    plan = [
+        # a private /tmp first: a job folder under the host's /tmp is bound on top of it
+        Mount("tmpfs", SANDBOX_TMP, mode=0o1777, size=tmp_bytes),
+        Mount("proc", "/proc"),
+        Mount("dev", "/dev"),
+        Mount("tmpfs", "/dev/shm", mode=0o1777, size=tmp_bytes),  # noqa: S108
+        Mount("bind", "/usr", "/usr", read_only=True),
+    ]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            plan.append(Mount("symlink", top, os.readlink(top)))
+        elif os.path.isdir(top):
+            plan.append(Mount("bind", top, top, read_only=True))
+    binds = [Mount("bind", p, p, read_only=True, optional=True) for p in ETC_FILES]
+    for pattern in TOOL_DIRS:
+        binds += [Mount("bind", p, p, read_only=True) for p in sorted(glob.glob(pattern))]
+    for var in ("ROCM_PATH", "HIP_PATH", "CUDA_HOME"):
+        path = os.path.realpath(os.environ.get(var) or "/usr")
+        if os.path.isdir(path) and not _under(path, "/usr"):
+            binds.append(Mount("bind", path, path, read_only=True))
+    for p in GPU_SYS_DIRS if layout.gpu else SYS_DIRS:
+        binds.append(Mount("bind", p, p, read_only=True, optional=True))
+    binds += [Mount("bind", dest, source, read_only=True) for source, dest in layout.read_only]
+    binds += [Mount("bind", dest, source) for source, dest in layout.writable]
+    binds += [Mount("bind", node, node, devices=True) for node in layout.devices]
+    # bwrap makes missing parents of a destination mode 0700, which the job's uid could not
+    # pass through: make them first, 0755 (empty folders of the sandbox's own root).
+    parents = {str(p) for m in binds for p in Path(m.dest).parents if str(p) != "/"}
+    for parent in sorted(parents, key=lambda p: (p.count("/"), p)):
+        if not any(_under(parent, top) for top in ("/usr", "/proc", "/dev")):
+            plan.append(Mount("dir", parent, mode=0o755))
+    return plan + binds
+
+
+def _bwrap_options(step: Mount) -> list[str]:
+    if step.kind == "tmpfs":
+        return ["--perms", f"{step.mode:o}", "--size", str(step.size), "--tmpfs", step.dest]
+    if step.kind in ("proc", "dev"):
+        return [f"--{step.kind}", step.dest]
+    if step.kind == "dir":
+        return ["--perms", f"{step.mode:04o}", "--dir", step.dest]
+    if step.kind == "symlink":
+        return ["--symlink", str(step.source), step.dest]
+    if step.kind == "bind":
+        op = "--dev-bind" if step.devices else "--ro-bind" if step.read_only else "--bind"
+        return [op + ("-try" if step.optional else ""), str(step.source), step.dest]
+    raise ValueError(f"unknown sandbox step {step.kind!r}")
+
+
 def bwrap_argv(bwrap: str, setpriv: str, layout: Layout, command: list[str]) -> list[str]:
     """The bwrap command line that runs ``command`` in ``layout``'s sandbox."""
-    tmp_bytes = str(settings.ROCPATH_LOCAL_TMP_MB * MIB)
     argv = [
         bwrap,
         "--die-with-parent",
@@ -231,36 +302,9 @@ def bwrap_argv(bwrap: str, setpriv: str, layout: Layout, command: list[str]) -> 
         "--unshare-net",
         "--unshare-uts",
         "--unshare-cgroup-try",
-        # a private /tmp first: a job folder under the host's /tmp is bound on top of it
-        *("--perms", "1777", "--size", tmp_bytes, "--tmpfs", SANDBOX_TMP),
-        *("--proc", "/proc", "--dev", "/dev"),
-        *("--perms", "1777", "--size", tmp_bytes, "--tmpfs", "/dev/shm"),  # noqa: S108
-        *("--ro-bind", "/usr", "/usr"),
     ]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(top):
-            argv += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            argv += ["--ro-bind", top, top]
-    binds: list[tuple[str, str, str]] = [("--ro-bind-try", p, p) for p in ETC_FILES]
-    for pattern in TOOL_DIRS:
-        binds += [("--ro-bind", p, p) for p in sorted(glob.glob(pattern))]
-    for var in ("ROCM_PATH", "HIP_PATH", "CUDA_HOME"):
-        path = os.path.realpath(os.environ.get(var) or "/usr")
-        if os.path.isdir(path) and not _under(path, "/usr"):
-            binds.append(("--ro-bind", path, path))
-    binds += [("--ro-bind-try", p, p) for p in (GPU_SYS_DIRS if layout.gpu else SYS_DIRS)]
-    binds += [("--ro-bind", source, dest) for source, dest in layout.read_only]
-    binds += [("--bind", source, dest) for source, dest in layout.writable]
-    binds += [("--dev-bind", node, node) for node in layout.devices]
-    # bwrap makes missing parents of a destination mode 0700, which the job's uid could not
-    # pass through: make them first, 0755 (empty folders of the sandbox's own root).
-    parents = {str(p) for _, _, dest in binds for p in Path(dest).parents if str(p) != "/"}
-    for parent in sorted(parents, key=lambda p: p.count("/")):
-        if not any(_under(parent, top) for top in ("/usr", "/proc", "/dev")):
-            argv += ["--perms", "0755", "--dir", parent]
-    for op, source, dest in binds:
-        argv += [op, source, dest]
+    for step in mount_plan(layout):
+        argv += _bwrap_options(step)
     argv += ["--chdir", layout.chdir, "--", setpriv]
     argv += [f"--reuid={layout.uid}", f"--regid={layout.gid}"]
     if layout.groups:
@@ -269,6 +313,18 @@ def bwrap_argv(bwrap: str, setpriv: str, layout: Layout, command: list[str]) -> 
         argv.append("--clear-groups")
     argv += ["--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--", *command]
     return argv
+
+
+def sandbox_request(layout: Layout, limits: Limits) -> dict:
+    """What the sandboxed zygote needs to build the same sandbox itself (JSON-able)."""
+    return {
+        "plan": [asdict(step) for step in mount_plan(layout)],
+        "uid": layout.uid,
+        "gid": layout.gid,
+        "groups": layout.groups,
+        "chdir": layout.chdir,
+        "limits": asdict(limits),
+    }
 
 
 def own(path: Path, uid: int, gid: int) -> None:

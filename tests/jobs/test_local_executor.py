@@ -36,11 +36,16 @@ class Recorder:
         self.beats += 1
 
 
-@pytest.fixture(autouse=True, params=["sandbox", "zygote", "fresh-interpreter"])
+@pytest.fixture(
+    autouse=True, params=["sandboxed-zygote", "sandboxed-bwrap", "zygote", "fresh-interpreter"]
+)
 def runner_mode(request, settings) -> str:
-    """Every test runs sandboxed, and unsandboxed both forked from the zygote and fresh."""
+    """Every test runs sandboxed both ways (forked from the sandboxed zygote, a fresh
+    interpreter under bwrap), and unsandboxed both forked from the zygote and fresh."""
+    sandboxed = request.param.startswith("sandboxed-")
     settings.ROCPATH_LOCAL_ZYGOTE = request.param == "zygote"
-    settings.ROCPATH_LOCAL_SANDBOX = "auto" if request.param == "sandbox" else "off"
+    settings.ROCPATH_LOCAL_SANDBOX = "auto" if sandboxed else "off"
+    settings.ROCPATH_LOCAL_SANDBOX_RUNNER = request.param.removeprefix("sandboxed-")
     return request.param
 
 
@@ -67,6 +72,19 @@ def test_a_quick_job_streams_its_progress_and_exits_zero(tmp_path):
     pcts = [e["pct"] for e in recorder.events if e["event"] == "progress"]
     assert pcts[-1] == 100 and len(pcts) >= 3
     assert (tmp_path / "out" / "result.json").exists()
+
+
+def test_the_runner_starts_the_way_the_settings_say(tmp_path, runner_mode):
+    recorder = Recorder()
+    LocalExecutor().run(_spec(tmp_path, "noop", {}), recorder)
+    started = recorder.events[0]["message"]
+    expected = {
+        "sandboxed-zygote": "(sandboxed, forked from the zygote, uid ",
+        "sandboxed-bwrap": "(sandboxed, uid ",
+        "zygote": "(forked from the zygote)",
+        "fresh-interpreter": "(fresh interpreter)",
+    }
+    assert expected[runner_mode] in started, started
 
 
 def test_the_runners_stderr_becomes_log_lines_and_a_tail(tmp_path):

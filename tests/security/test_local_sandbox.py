@@ -83,6 +83,15 @@ class Recorder:
         pass
 
 
+@pytest.fixture(params=["zygote", "bwrap"])
+def sandbox_runner(request, settings) -> str:
+    """Each isolation property is proven for both ways a sandboxed job starts: forked from
+    the sandboxed zygote (which builds the sandbox itself) and a fresh interpreter in bwrap."""
+    settings.ROCPATH_LOCAL_SANDBOX = "auto"
+    settings.ROCPATH_LOCAL_SANDBOX_RUNNER = request.param
+    return request.param
+
+
 @pytest.fixture
 def secret_key_file():
     """A secret-key file where the server keeps its own (var/), readable only by root."""
@@ -147,6 +156,9 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
     recorder = Recorder()
     outcome = LocalExecutor().run(spec, recorder)
     assert outcome.exit_code == 0, outcome.stderr_tail
+    started = recorder.events[0]["message"]
+    forked = settings.ROCPATH_LOCAL_SANDBOX_RUNNER == "zygote"
+    assert ("sandboxed, forked from the zygote" in started) is forked, started  # no fallback
     result = next(
         json.loads(line.removeprefix("RESULT "))
         for _, line in recorder.lines
@@ -156,7 +168,7 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
 
 
 def test_a_local_job_cannot_read_the_secret_key_shadow_the_workers_environment_or_other_jobs(
-    tmp_path, monkeypatch, secret_key_file, listener
+    tmp_path, monkeypatch, secret_key_file, listener, sandbox_runner
 ):
     seen, recorder, _ = _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
     for name in ("secret key", "/etc/shadow", "worker environ", "other job"):
@@ -166,7 +178,9 @@ def test_a_local_job_cannot_read_the_secret_key_shadow_the_workers_environment_o
     assert seen["own input"] == "// the team's own source\n"  # what it is given, it reads
 
 
-def test_a_local_jobs_uid_is_really_unprivileged(tmp_path, monkeypatch, secret_key_file, listener):
+def test_a_local_jobs_uid_is_really_unprivileged(
+    tmp_path, monkeypatch, secret_key_file, listener, sandbox_runner
+):
     # A root-owned 0600 file among the job's own inputs: a uid that is root outside (a uid
     # mapped in a user namespace made by root) would read it; a real unprivileged uid cannot.
     seen, _, _ = _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
@@ -174,7 +188,7 @@ def test_a_local_jobs_uid_is_really_unprivileged(tmp_path, monkeypatch, secret_k
 
 
 def test_a_local_job_cannot_open_a_network_connection(
-    tmp_path, monkeypatch, secret_key_file, listener
+    tmp_path, monkeypatch, secret_key_file, listener, sandbox_runner
 ):
     seen, _, _ = _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
     assert seen["connect"].startswith("refused")
@@ -183,7 +197,7 @@ def test_a_local_job_cannot_open_a_network_connection(
 
 
 def test_a_child_that_calls_setsid_does_not_outlive_its_job(
-    tmp_path, monkeypatch, secret_key_file, listener
+    tmp_path, monkeypatch, secret_key_file, listener, sandbox_runner
 ):
     _run_hostile(tmp_path, monkeypatch, secret_key_file, listener)
     # The pid the child had inside is not its host pid: find it by what it runs, as the
