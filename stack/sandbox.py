@@ -55,6 +55,7 @@ _KEPT_FLAGS = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_N
 _KEPT_FLAGS |= {2048: MS_NODIRATIME, 4096: MS_RELATIME}
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
@@ -317,6 +318,10 @@ def drop_privileges(uid: int, gid: int, groups: list[int], last_cap: int) -> Non
     _capset_zero()  # the inheritable set survives a uid change
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    # A uid change leaves the process undumpable: its /proc/self files root's, so the job
+    # could not read its own environ or fds. After setpriv's exec it would be dumpable
+    # again; be the same (only the job's own uid, inside its own pid namespace, gains).
+    _prctl(PR_SET_DUMPABLE, 1)
 
 
 def verify(uid: int, gid: int, groups: list[int], facts: dict) -> None:

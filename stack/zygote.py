@@ -10,17 +10,28 @@ limits and stdio (the three file descriptors passed with the request), and
 the same ``stack.cli.main(argv)``. The child dies with the zygote and the
 zygote with its worker (PR_SET_PDEATHSIG), so nothing outlives a lost worker.
 
-The zygote is a fresh interpreter started with the job environment, never a
-fork of the worker: no database password or secret key is in its memory.
+The zygote is a fresh interpreter started by the worker, never a fork of the worker: no
+database password or secret key is in its memory. Nor does it read requests: it forks a
+child as soon as one is waiting, and that child receives it, so no job's paths or
+environment are ever in the memory later children are forked from. The zygote runs no
+job code.
 
-It is used only where local jobs run unsandboxed (jobs/executors/local.py): a
-sandboxed job gets a fresh interpreter in a bubblewrap sandbox of its own, since
-children of one zygote share its uid, files and /proc, and jobs of different
-teams must share nothing.
+Sandboxed (``--sandboxed``; ROCPATH_LOCAL_SANDBOX_RUNNER=zygote, jobs/executors/local.py)
+it is started with an environment of its own (no job's) and each job gets the sandbox
+bwrap would give it, built by the child itself (stack/sandbox.py) from the mount plan in
+the request: the child unshares its namespaces and forks the runner as pid 1 of a new pid
+namespace, which builds its root, takes the job's uid and checks all of it before the
+job's code or parameters are touched; the child stays outside (as bwrap's own process
+does), forwards SIGTERM and exits as the runner did. A step that fails is reported on a
+status pipe and the job never starts. Unsandboxed, children of one zygote share its uid,
+files and /proc, which is why that mode is only for workers that run no team's code.
 
 Protocol (SOCK_SEQPACKET, one JSON object per message):
   worker → zygote  {"argv": [...], "env": {...}, "cwd": "...", "memory_limit": int|null}
-                   with three fds attached: stdin, stdout, stderr for the child
+                   with three fds attached: stdin, stdout, stderr for the child; argv is
+                   what follows ``python`` (``-m stack run …``, ``-m mod …``, ``-c code …``).
+                   Sandboxed also "sandbox": {"plan", "uid", "gid", "groups", "chdir",
+                   "limits"} and a fourth fd, the status pipe ("ready", or why not)
   zygote → worker  {"started": PID} or {"error": "..."}, later {"exited": PID, "status": WAITSTATUS}
 """
 

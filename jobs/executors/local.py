@@ -1,14 +1,19 @@
-"""Run the stack runner as a local subprocess, in a bubblewrap sandbox where one starts.
+"""Run the stack runner as a local subprocess, in a sandbox where one starts.
 
 Used by the embedded default, development and tests, and wherever no container
-engine answers. Sandboxed (jobs/executors/sandbox.py), each job gets a fresh
-interpreter in a sandbox of its own: it sees only its inputs, its out folder and
-the tools, as a uid of its own, without network, and whatever it started dies
-with it. Where no sandbox can start, kinds that read a team's code refuse to
-run unless an operator allows it (ROCPATH_LOCAL_UNSANDBOXED); others run as
-before: in a process group of their own (what cancel and timeout kill, so tools
-the runner started die with it), forked from the zygote or a fresh interpreter.
-PR_SET_PDEATHSIG makes the runner die with its worker either way.
+engine answers. Sandboxed (jobs/executors/sandbox.py), each job gets a sandbox of
+its own: it sees only its inputs, its out folder and the tools, as a uid of its own,
+without network, and whatever it started dies with it. The sandbox starts one of two
+ways, from one mount plan (ROCPATH_LOCAL_SANDBOX_RUNNER): forked from the sandboxed
+zygote, whose child builds the job's namespaces, mounts and uid itself before the job
+runs with the stack already imported (stack/zygote.py, stack/sandbox.py; the default,
+about twice the dispatch rate), or a fresh interpreter under bwrap and setpriv (also
+the fallback when the zygote cannot start; a sandbox that cannot be built is never
+fallen back from: the job errors). Where no sandbox can start, kinds that read a
+team's code refuse to run unless an operator allows it (ROCPATH_LOCAL_UNSANDBOXED);
+others run as before: in a process group of their own (what cancel and timeout kill,
+so tools the runner started die with it), forked from the zygote or a fresh
+interpreter. PR_SET_PDEATHSIG makes the runner die with its worker either way.
 """
 
 from __future__ import annotations

@@ -16,6 +16,12 @@ no_new_privs, and rlimits on processes (RLIMIT_NPROC, counted per uid: hence a u
 project cache rather than one for all), address space, file size and CPU time. It is pid 1
 of its namespace (--as-pid-1): when it exits the kernel kills whatever it left, even a
 process that called setsid; bwrap dies with the worker (--die-with-parent).
+
+What the sandbox holds is written once, as a mount plan (``mount_plan``: a list of plain
+steps). bwrap's command line is made from it, and the sandboxed zygote receives the same
+list as JSON and performs it itself (stack/sandbox.py), with the same uid, groups and
+rlimits, checking from inside that each took: the same sandbox without an interpreter
+start per job.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import os
 import socket
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,10 @@ from django.conf import settings
 
 from jobs import services
 from jobs.choices import JobStatus
+from jobs.executors import ExecutorError, local
 from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
-from jobs.executors.sandbox import sandbox_problem
+from jobs.executors.sandbox import Mount, sandbox_problem
 from portal.models import SourceSnapshot
 from portal.sources import tree_of
 from tests.factories import make_job, make_project
@@ -254,3 +256,123 @@ def test_an_operator_may_let_such_kinds_run_unsandboxed(team, settings):
     services.execute_job(job.pk, worker="w@h")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
+
+
+# The sandboxed zygote builds each sandbox itself: when a step does not take, the job must
+# end errored saying which, and nothing of it may run (fail closed).
+
+MARK_RAN = "import os, sys; open(os.path.join(sys.argv[1], 'ran'), 'w').write('ran')"
+
+
+def _noop_spec(job_id: int, cache_dir: Path | None = None) -> JobSpec:
+    workdir = Path(settings.ARTIFACT_ROOT) / "jobs" / str(job_id)
+    workdir.mkdir(parents=True)
+    spec = JobSpec(job_id=job_id, kind="noop", workdir=workdir, timeout_s=60, cache_dir=cache_dir)
+    spec.params_file.write_text("{}")
+    return spec
+
+
+@pytest.mark.django_db
+def test_a_job_whose_sandbox_cannot_be_built_errors_with_the_reason_and_runs_nothing(
+    team, settings, monkeypatch
+):
+    settings.ROCPATH_LOCAL_SANDBOX_RUNNER = "zygote"
+    real = local.sandbox_request
+
+    def with_a_missing_source(layout, limits):
+        box = real(layout, limits)
+        box["plan"].append(
+            asdict(Mount("bind", "/opt/rocpath-missing", "/opt/rocpath-missing-source"))
+        )
+        return box
+
+    monkeypatch.setattr(local, "sandbox_request", with_a_missing_source)
+    job = make_job(team, kind="noop", params={})
+    job.mark_queued("task-x")
+    assert services.execute_job(job.pk, worker="w@h") == "errored"
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERRORED
+    assert job.error == (
+        "the job's sandbox could not be built: "
+        "cannot bind /opt/rocpath-missing-source: it does not exist"
+    )
+    assert not (services.job_dir(job.pk) / "out" / "result.json").exists()
+
+
+def test_a_job_that_would_keep_root_in_its_sandbox_is_refused_before_it_runs(settings, monkeypatch):
+    settings.ROCPATH_LOCAL_SANDBOX_RUNNER = "zygote"
+    real = local.sandbox_request
+    monkeypatch.setattr(
+        local, "sandbox_request", lambda layout, limits: {**real(layout, limits), "uid": 0}
+    )
+    spec = _noop_spec(990)
+    python = settings.ROCPATH_STACK_PYTHON or sys.executable
+    monkeypatch.setattr(
+        LocalExecutor, "command", lambda self, spec: [python, "-c", MARK_RAN, str(spec.out_dir)]
+    )
+    with pytest.raises(ExecutorError) as refused:
+        LocalExecutor().run(spec, Recorder())
+    assert str(refused.value) == "the job's sandbox could not be built: the job would run as root"
+    assert not (spec.out_dir / "ran").exists()
+
+
+# A zygote serves the jobs of every team: what one job was given (its paths, its
+# environment) must not be in the memory or the environment of the next.
+
+SNOOP = r"""
+import os, re, sys
+half1, half2, out = sys.argv[1], sys.argv[2], sys.argv[3]
+needle = re.compile(re.escape(half1.encode()) + b"(?:)" + re.escape(half2.encode()))
+found = []
+with open("/proc/self/environ", "rb") as handle:
+    if needle.search(handle.read()):
+        found.append("environ")
+if any(needle.search(value.encode()) for value in os.environ.values()):
+    found.append("os.environ")
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    for line in maps.read().splitlines():
+        span, perms = line.split()[:2]
+        start, end = (int(x, 16) for x in span.split("-"))
+        if perms[0] != "r" or end - start > 1 << 28 or line.endswith("[vvar]"):
+            continue
+        try:
+            mem.seek(start)
+            if needle.search(mem.read(end - start)):
+                found.append(line)
+        except (OSError, OverflowError, ValueError):
+            continue
+open(os.path.join(out, "found"), "w").write(repr(found))
+"""
+
+
+def test_a_job_holds_nothing_of_the_job_before_it(settings, monkeypatch, sandbox_runner):
+    marker = "previous-team-" + os.urandom(8).hex()
+    cache = Path(settings.ARTIFACT_ROOT) / "cache" / marker  # in its env and mount plan
+    cache.mkdir(parents=True)
+    first = _noop_spec(991, cache_dir=cache)
+    LocalExecutor().run(first, Recorder())
+    assert (first.out_dir / "result.json").exists()
+
+    second = _noop_spec(992)
+    python = settings.ROCPATH_STACK_PYTHON or sys.executable
+    half = len(marker) // 2
+    monkeypatch.setattr(
+        LocalExecutor,
+        "command",
+        lambda self, spec: [python, "-c", SNOOP, marker[:half], marker[half:], str(spec.out_dir)],
+    )
+    outcome = LocalExecutor().run(second, Recorder())
+    assert outcome.exit_code == 0, outcome.stderr_tail
+    assert (second.out_dir / "found").read_text() == "[]"
+
+
+def test_a_job_without_gpus_sees_only_the_minimal_dev(settings, monkeypatch, sandbox_runner):
+    spec = _noop_spec(993)
+    python = settings.ROCPATH_STACK_PYTHON or sys.executable
+    code = "import os, sys; print('DEV ' + ' '.join(sorted(os.listdir('/dev'))))"
+    monkeypatch.setattr(LocalExecutor, "command", lambda self, spec: [python, "-c", code])
+    recorder = Recorder()
+    assert LocalExecutor().run(spec, recorder).exit_code == 0
+    listed = next(line for _, line in recorder.lines if line.startswith("DEV "))
+    minimal = "core fd full null ptmx pts random shm stderr stdin stdout tty urandom zero"
+    assert listed.split()[1:] == minimal.split()
