@@ -200,7 +200,8 @@ def walk(folder_fd: int, *, max_entries: int) -> Iterator[tuple[int, str, os.sta
 
 
 def disk_usage(out_dir: Path, *, max_entries: int) -> int:
-    """Bytes the out folder takes on disk (allocated blocks), for a running job's check."""
+    """Bytes the out folder holds, for a running job's check: a file counts with its size
+    or its allocated blocks, whichever is more (a sparse file is refused at ingest anyway)."""
     try:
         folder = open_folder(out_dir)
     except (OSError, Refused):
@@ -208,7 +209,7 @@ def disk_usage(out_dir: Path, *, max_entries: int) -> int:
     total = 0
     try:
         for _, _, st in walk(folder, max_entries=max_entries):
-            total += st.st_blocks * 512
+            total += max(st.st_size, st.st_blocks * 512)  # written, or allocated
     finally:
         os.close(folder)
     return total

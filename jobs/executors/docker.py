@@ -50,9 +50,11 @@ LABEL_MANAGED = "rocpath.managed"
 CONTAINER_UID = 10001  # the "rocpath" user of the job images
 STOP_GRACE_S = 5
 CONTAINER_TMP = "/tmp"  # noqa: S108 - the container's own tmpfs, not the host's /tmp
-# How often a running container's out folder is measured against ROCPATH_OUT_MAX_BYTES:
-# what a job can write at most is the cap plus what it writes in this time.
-OUT_CHECK_S = 0.1
+# How often a running container's out folder is measured against ROCPATH_OUT_MAX_BYTES (at
+# least; a folder that takes long to walk is walked less often): what a job can write at
+# most is the cap plus what it writes in this time and the kill's. No single file can grow
+# past ROCPATH_ARTIFACT_MAX_BYTES at all (RLIMIT_FSIZE in the container).
+OUT_CHECK_S = 0.02
 
 
 def client() -> Any:
@@ -106,7 +108,7 @@ def container_user() -> str:
 
 def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
     """The exact arguments of containers.create() for a job: the sandbox in one place."""
-    from docker.types import DeviceRequest, LogConfig, Mount
+    from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
     limits = limits_for(spec.hardware)
     memory = f"{limits['memory_mb']}m"
@@ -152,6 +154,14 @@ def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
         "memswap_limit": memory,  # no swap: over the limit is an OOM kill, not a crawl
         "nano_cpus": limits["nano_cpus"],
         "pids_limit": limits["pids"],
+        # No file (in out/ or the tmpfs) grows past what could become an artifact.
+        "ulimits": [
+            Ulimit(
+                name="fsize",
+                soft=settings.ROCPATH_ARTIFACT_MAX_BYTES,
+                hard=settings.ROCPATH_ARTIFACT_MAX_BYTES,
+            )
+        ],
         # What the engine keeps of the output besides what we stream: capped on its disk.
         "log_config": LogConfig(
             type="json-file",
@@ -249,12 +259,13 @@ class DockerExecutor(Executor):
         deadline = time.monotonic() + spec.timeout_s
         next_cancel_check = time.monotonic() + CANCEL_POLL_S
         next_beat = time.monotonic() + settings.ROCPATH_HEARTBEAT_S
-        next_out_check = time.monotonic() + OUT_CHECK_S
+        watch = OutWatch(container, spec)
+        watch.start()
         stopped = False
         tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         while True:
             try:
-                item = lines.get(timeout=0.2)
+                item = lines.get(timeout=0.1)
             except queue.Empty:
                 item = ()
             if item is None:
@@ -277,17 +288,21 @@ class DockerExecutor(Executor):
                 if hooks.should_cancel():
                     outcome.canceled = stopped = True
                     _stop(container)
-            if not stopped and now >= next_out_check:
-                next_out_check = now + OUT_CHECK_S
-                problem = out_folder_problem(spec)
-                if problem:
-                    outcome.limit_exceeded = problem
-                    stopped = True
-                    _kill(container)  # no grace: a writer fills a disk in seconds
+            if not stopped and watch.problem:
+                outcome.limit_exceeded = watch.problem  # the watch killed it already
+                stopped = True
             if now >= next_beat:
                 next_beat = now + settings.ROCPATH_HEARTBEAT_S
                 hooks.heartbeat()
+        watch.stop()
+        if watch.problem and not outcome.limit_exceeded and not stopped:
+            outcome.limit_exceeded = watch.problem
+            stopped = True
         status = container.wait(timeout=60)
+        if outcome.limit_exceeded:
+            with contextlib.suppress(Refused):
+                final = disk_usage(spec.out_dir, max_entries=settings.ROCPATH_OUT_MAX_FILES)
+                outcome.limit_exceeded += f"; {final} bytes by the time it was killed"
         code = int(status.get("StatusCode", -1))
         if code == 137:  # SIGKILL: ours, or the kernel's OOM killer? Only the engine knows.
             container.reload()
@@ -299,6 +314,32 @@ class DockerExecutor(Executor):
             outcome.exit_code = code
         outcome.stderr_tail = list(tail)
         return outcome
+
+
+class OutWatch(threading.Thread):
+    """Measures a running container's out folder and kills the container when it is over
+    its caps (bytes, entries): a thread of its own, so a busy log does not delay it."""
+
+    def __init__(self, container: Any, spec: JobSpec) -> None:
+        super().__init__(daemon=True, name=f"out-watch-{spec.job_id}")
+        self.container, self.spec = container, spec
+        self.problem = ""
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            started = time.monotonic()
+            problem = out_folder_problem(self.spec)
+            if problem:
+                self.problem = problem
+                _kill(self.container)  # no grace: a writer fills a disk in seconds
+                return
+            # a large folder is walked less often: the watch takes at most a tenth of a CPU
+            self.done.wait(max(OUT_CHECK_S, 10 * (time.monotonic() - started)))
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=5)
 
 
 def out_folder_problem(spec: JobSpec) -> str:
