@@ -6,6 +6,7 @@ created, queued and concluded the same way whoever launched it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -32,6 +33,7 @@ from jobs.executors.gpu import worker_inventory
 from jobs.gpus import hold_gpus
 from jobs.gpus import release as release_gpus
 from jobs.models import Artifact, Environment, IllegalTransition, Job, JobEvent, Measurement
+from jobs.outputs import Collected, Refused, collect_artifacts, read_result
 from jobs.param_caps import param_cap_errors
 from portal.access import writable_team_ids
 from portal.models import AdoptionProject, SourceSnapshot, Team
@@ -64,11 +66,17 @@ def cache_dir_for(job: Job) -> Path:
     return Path(settings.ARTIFACT_ROOT) / "cache" / job.kind / owner
 
 
+def artifact_dir(job_id: int) -> Path:
+    """Where a job's artifacts are kept: copies the server made, in a folder the job never
+    had mounted or writable (out/ is the job's, and anything in it may be swapped)."""
+    return job_dir(job_id) / "artifacts"
+
+
 def artifact_file(artifact: Artifact) -> Path:
-    """The artifact's file, refusing any path that would leave the job's out folder."""
-    out = (job_dir(artifact.job_id) / "out").resolve()
-    path = (out / artifact.path).resolve()
-    if not path.is_relative_to(out):
+    """The artifact's copy, refusing any path that would leave the job's artifact folder."""
+    root = artifact_dir(artifact.job_id).resolve()
+    path = (root / artifact.path).resolve()
+    if not path.is_relative_to(root):
         raise FileNotFoundError(artifact.path)
     return path
 
@@ -335,12 +343,32 @@ class DatabaseHooks:
     progress: tuple[float, str] | None = None
     written: int = 0
     dropped: int = 0
+    kept_bytes: int = 0  # of messages and metric data, kept or pending
+    cut_at: int | None = None  # the byte count at which the log was cut, once it was
     last_flush: float = field(default_factory=time.monotonic)
 
-    def _add(self, event: JobEvent) -> None:
+    def _add(self, event: JobEvent, size: int) -> None:
+        """Keep an event unless the job is past its count or byte cap (ROCPATH_EVENT_*)."""
         if self.written + len(self.pending) >= MAX_EVENTS_PER_JOB:
             self.dropped += 1
             return
+        if self.cut_at is not None:
+            self.dropped += 1
+            return
+        if self.kept_bytes + size > settings.ROCPATH_EVENT_BYTES_MAX:
+            self.cut_at = self.kept_bytes
+            self.dropped += 1
+            self.pending.append(
+                JobEvent(
+                    job=self.job,
+                    kind=EventKind.LOG,
+                    level="warning",
+                    message=f"log cut at {self.cut_at} bytes (ROCPATH_EVENT_BYTES_MAX): "
+                    "further lines are dropped, progress is still shown",
+                )
+            )
+            return
+        self.kept_bytes += size
         self.pending.append(event)
         if time.monotonic() - self.last_flush >= EVENT_FLUSH_S or len(self.pending) >= 500:
             self.flush()
@@ -351,19 +379,35 @@ class DatabaseHooks:
             pct = _number(event.get("pct"), 0.0)
             pct = max(0.0, min(100.0, pct))
             message = str(event.get("message", ""))[:500]
-            self.progress = (pct, message)
-            self._add(JobEvent(job=self.job, kind=EventKind.PROGRESS, pct=pct, message=message))
+            self.progress = (pct, message)  # honoured even once the log is cut
+            self._add(
+                JobEvent(job=self.job, kind=EventKind.PROGRESS, pct=pct, message=message),
+                _size(message),
+            )
         elif name == "metric":
-            text = f"{event.get('name')} = {event.get('value')} {event.get('unit', '')}".strip()
-            self._add(JobEvent(job=self.job, kind=EventKind.METRIC, message=text, data=event))
+            text = _cut(f"{event.get('name')} = {event.get('value')} {event.get('unit', '')}")
+            data = json.dumps(event)
+            if len(data) > settings.ROCPATH_EVENT_LINE_MAX_BYTES:
+                event = {"event": "metric", "name": str(event.get("name"))[:200], "cut": True}
+                data = json.dumps(event)
+            self._add(
+                JobEvent(job=self.job, kind=EventKind.METRIC, message=text.strip(), data=event),
+                _size(text) + len(data),
+            )
         else:
             level = str(event.get("level", "info"))[:16]
-            message = str(event.get("message", ""))
-            self._add(JobEvent(job=self.job, kind=EventKind.LOG, level=level, message=message))
+            message = _cut(str(event.get("message", "")))
+            self._add(
+                JobEvent(job=self.job, kind=EventKind.LOG, level=level, message=message),
+                _size(message),
+            )
 
     def on_line(self, line: str, stream: str) -> None:
         level = "info" if stream == "stdout" else "stderr"
-        self._add(JobEvent(job=self.job, kind=EventKind.LOG, level=level, message=line))
+        line = _cut(line)
+        self._add(
+            JobEvent(job=self.job, kind=EventKind.LOG, level=level, message=line), _size(line)
+        )
 
     def should_cancel(self) -> bool:
         row = Job.objects.filter(pk=self.job.pk).values("status", "cancel_requested_at").first()
@@ -388,7 +432,7 @@ class DatabaseHooks:
 
     def close(self, *, update_progress: bool = True) -> float | None:
         """Write what is buffered; returns the last progress when not written here."""
-        if self.dropped:
+        if self.dropped and self.cut_at is None:
             self.pending.append(
                 JobEvent(
                     job=self.job,
@@ -400,6 +444,19 @@ class DatabaseHooks:
             )
         self.flush(update_progress=update_progress)
         return self.progress[0] if self.progress else None
+
+
+def _cut(text: str) -> str:
+    """One line within ROCPATH_EVENT_LINE_MAX_BYTES, whichever executor read it."""
+    limit = settings.ROCPATH_EVENT_LINE_MAX_BYTES
+    if len(text) <= limit // 4 or len(text.encode("utf-8", "replace")) <= limit:
+        return text
+    kept = text.encode("utf-8", "replace")[:limit].decode("utf-8", "ignore")
+    return f"{kept} [line cut at {limit} bytes]"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "replace"))
 
 
 def _number(value: Any, default: float) -> float:
@@ -474,19 +531,99 @@ def _redelivered(job: Job) -> str:
     return "errored: worker lost"
 
 
+@dataclass
+class Gathered:
+    """What the worker read back from a job's out folder, before the conclude transaction."""
+
+    result: dict | None = None
+    problem: str = ""  # why there is no usable result (the job's error), when there is none
+    collected: Collected | None = None  # the artifacts copied into artifact_dir()
+
+
+def gather(job: Job, spec: JobSpec, outcome: Outcome) -> Gathered:
+    """Read result.json and copy the artifacts out, outside any transaction.
+
+    Reading what a job left may take long (gigabytes of artifacts) and none of it may
+    block or follow a link (jobs/outputs.py); done here, nothing of it holds a lock.
+    """
+    gathered = Gathered()
+    if outcome.oom_killed or outcome.signal is not None or outcome.limit_exceeded:
+        return gathered  # ended errored without reading anything it left
+    if not (outcome.canceled or outcome.timed_out):
+        gathered.result, gathered.problem = _read_result(job, spec, outcome)
+        if gathered.result is None:
+            return gathered
+    gathered.collected = collect_artifacts(
+        spec.out_dir,
+        artifact_dir(job.pk),
+        skip=contract.RESULT_FILENAME,
+        max_file_bytes=settings.ROCPATH_ARTIFACT_MAX_BYTES,
+        max_total_bytes=settings.ROCPATH_OUT_MAX_BYTES,
+        max_entries=settings.ROCPATH_OUT_MAX_FILES,
+    )
+    return gathered
+
+
+def _read_result(job: Job, spec: JobSpec, outcome: Outcome) -> tuple[dict | None, str]:
+    """The job's validated result, or None and the reason it cannot be used."""
+    tail = "\n".join(outcome.stderr_tail[-15:])
+    try:
+        raw = read_result(
+            spec.out_dir,
+            contract.RESULT_FILENAME,
+            max_bytes=settings.ROCPATH_RESULT_MAX_BYTES,
+            cap_name="ROCPATH_RESULT_MAX_BYTES",
+        )
+    except FileNotFoundError:
+        return None, (
+            f"runner exited with code {outcome.exit_code} without writing result.json"
+            + (f"\n{tail}" if tail else "")
+        )
+    except Refused as exc:
+        return None, f"{exc}: the result was refused"
+    except OSError as exc:
+        return None, f"result.json could not be read: {exc.strerror or exc}"
+    try:
+        result = json.loads(raw)
+        contract.validate_result(result)
+    except (ValueError, RecursionError, contract.ContractError) as exc:
+        return None, f"result.json is invalid: {str(exc)[:2000]}"
+    if result["kind"] != job.kind:
+        return None, f"result.json is for kind {result['kind']!r}, not this job's {job.kind!r}"
+    summary_bytes = len(json.dumps(result["summary"]))
+    if summary_bytes > settings.ROCPATH_SUMMARY_MAX_BYTES:
+        return None, (
+            f"result.json refused: its summary is {summary_bytes} bytes, over the cap of "
+            f"{settings.ROCPATH_SUMMARY_MAX_BYTES} bytes (ROCPATH_SUMMARY_MAX_BYTES)"
+        )
+    return result, ""
+
+
 def conclude(job: Job, spec: JobSpec, outcome: Outcome, hooks: DatabaseHooks | None = None) -> str:
     """Turn the executor's outcome and result.json into the job's final state.
 
-    One transaction: the last log lines, the measurements, the artifacts and the
-    final status commit together (and a job that something else ended meanwhile
-    keeps that ending: its row no longer says running, so nothing is added).
+    The out folder is read first, outside the transaction (gather). Then one
+    transaction: the last log lines, the measurements, the artifacts and the final
+    status commit together (and a job that something else ended meanwhile keeps that
+    ending: its row no longer says running, so nothing is added). The job's out/ is
+    removed afterwards: what it produced lives on as the copies in artifact_dir().
     """
-    with transaction.atomic():
-        progress = hooks.close(update_progress=False) if hooks else None
-        return _conclude(job, spec, outcome, progress)
+    gathered = gather(job, spec, outcome)
+    try:
+        with transaction.atomic():
+            progress = hooks.close(update_progress=False) if hooks else None
+            verdict = _conclude(job, spec, outcome, progress, gathered)
+    finally:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(spec.out_dir, ignore_errors=True)
+    if not Artifact.objects.filter(job_id=job.pk).exists():
+        shutil.rmtree(artifact_dir(job.pk), ignore_errors=True)  # copied for nothing
+    return verdict
 
 
-def _conclude(job: Job, spec: JobSpec, outcome: Outcome, progress: float | None) -> str:
+def _conclude(
+    job: Job, spec: JobSpec, outcome: Outcome, progress: float | None, gathered: Gathered
+) -> str:
     tail = "\n".join(outcome.stderr_tail[-15:])
     if outcome.image_digest:
         Job.objects.filter(pk=job.pk).update(image=outcome.image, image_digest=outcome.image_digest)
@@ -501,8 +638,16 @@ def _conclude(job: Job, spec: JobSpec, outcome: Outcome, progress: float | None)
             error="canceled while running",
             progress=progress,
         ):
-            _register_artifacts(job, spec.out_dir, declared=[])
+            _register_artifacts(job, gathered.collected, declared=[])
         return "canceled"
+    if outcome.limit_exceeded:
+        job.finish(
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=outcome.limit_exceeded,
+            progress=progress,
+        )
+        return "errored: over a limit"
     if outcome.oom_killed:
         job.finish(
             JobStatus.ERRORED,
@@ -519,7 +664,7 @@ def _conclude(job: Job, spec: JobSpec, outcome: Outcome, progress: float | None)
             error=f"timed out after {job.timeout_s} s",  # waiting for a GPU counts too
             progress=progress,
         ):
-            _register_artifacts(job, spec.out_dir, declared=[])
+            _register_artifacts(job, gathered.collected, declared=[])
         return "errored: timeout"
     if outcome.signal is not None:
         name = (
@@ -534,35 +679,30 @@ def _conclude(job: Job, spec: JobSpec, outcome: Outcome, progress: float | None)
             progress=progress,
         )
         return "errored: signal"
-
-    result_file = spec.out_dir / "result.json"
-    try:
-        result = json.loads(result_file.read_text())
-        contract.validate_result(result)
-    except FileNotFoundError:
+    if gathered.result is None:
         job.finish(
             JobStatus.ERRORED,
             exit_code=outcome.exit_code,
-            error=f"runner exited with code {outcome.exit_code} without writing result.json"
-            + (f"\n{tail}" if tail else ""),
+            error=gathered.problem,
             progress=progress,
         )
-        return "errored: no result"
-    except (ValueError, contract.ContractError) as exc:
-        job.finish(
-            JobStatus.ERRORED,
-            exit_code=outcome.exit_code,
-            error=f"result.json is invalid: {exc}",
-            progress=progress,
+        return (
+            "errored: no result" if "without writing" in gathered.problem else "errored: bad result"
         )
-        return "errored: bad result"
-    return ingest_result(job, result, spec.out_dir, exit_code=outcome.exit_code, progress=progress)
+    return ingest_result(
+        job, gathered.result, gathered.collected, exit_code=outcome.exit_code, progress=progress
+    )
 
 
 def ingest_result(
-    job: Job, result: dict, out_dir: Path, *, exit_code: int | None, progress: float | None = None
+    job: Job,
+    result: dict,
+    collected: Collected | None,
+    *,
+    exit_code: int | None,
+    progress: float | None = None,
 ) -> str:
-    """Store a valid result.json; the caller holds the transaction."""
+    """Store a result.json that gather() read and checked; the caller holds the transaction."""
     status = {
         contract.SUCCEEDED: JobStatus.SUCCEEDED,
         contract.FAILED: JobStatus.FAILED,
@@ -597,44 +737,37 @@ def ingest_result(
         )
         for m in result.get("measurements", [])
     )
-    _register_artifacts(job, out_dir, declared=result.get("artifacts", []))
+    _register_artifacts(job, collected, declared=result.get("artifacts", []))
     return status
 
 
-def _register_artifacts(job: Job, out_dir: Path, *, declared: list[dict]) -> None:
-    """Record every file the job left in out/ (result.json aside), declared or not."""
+def _register_artifacts(job: Job, collected: Collected | None, *, declared: list[dict]) -> None:
+    """Record every file copied out of out/ (result.json aside), declared or not, and say
+    which files were refused (links, FIFOs, hard links, over a cap), one warning each."""
+    if collected is None:
+        return
     described = {a["path"]: a for a in declared}
-    root = out_dir.resolve()
     rows = []
-    for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.is_symlink():
-            continue
-        rel = path.relative_to(root).as_posix()
-        if rel == "result.json":
-            continue
-        meta = described.get(rel, {})
+    for copied in collected.artifacts:
+        meta = described.get(copied.path, {})
         content_type = meta.get("content_type") or (
-            mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            mimetypes.guess_type(copied.path)[0] or "application/octet-stream"
         )
         rows.append(
             Artifact(
                 job=job,
-                path=rel,
-                size=path.stat().st_size,
-                sha256=_sha256(path),
+                path=copied.path,
+                size=copied.size,
+                sha256=copied.sha256,
                 content_type=content_type[:200],
                 description=str(meta.get("description", ""))[:500],
             )
         )
     Artifact.objects.bulk_create(rows, ignore_conflicts=True)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    JobEvent.objects.bulk_create(
+        JobEvent(job=job, kind=EventKind.LOG, level="warning", message=note[:2000])
+        for note in collected.refused[:100]
+    )
 
 
 # --- environments ---------------------------------------------------------------

@@ -159,12 +159,27 @@ ROCPATH_IMAGE = env_str("ROCPATH_IMAGE", "rocpath/debian:latest")
 ROCPATH_KIND_IMAGES = env_map("ROCPATH_KIND_IMAGES")
 # A job may name its own image only from these prefixes (comma-separated).
 ROCPATH_IMAGE_ALLOW = env_list("ROCPATH_IMAGE_ALLOW", ["rocpath/"])
-ROCPATH_DOCKER_MEMORY_MB = env_int("ROCPATH_DOCKER_MEMORY_MB", 2048, minimum=16)
-ROCPATH_DOCKER_MAX_MEMORY_MB = env_int("ROCPATH_DOCKER_MAX_MEMORY_MB", 65536, minimum=16)
-ROCPATH_DOCKER_CPUS = env_int("ROCPATH_DOCKER_CPUS", 2, minimum=1)
-ROCPATH_DOCKER_MAX_CPUS = env_int("ROCPATH_DOCKER_MAX_CPUS", os.cpu_count() or 1, minimum=1)
-ROCPATH_DOCKER_PIDS = env_int("ROCPATH_DOCKER_PIDS", 512, minimum=8)
-ROCPATH_DOCKER_MAX_PIDS = env_int("ROCPATH_DOCKER_MAX_PIDS", 8192, minimum=8)
+# A container's caps: what one job may ask for at most (MAX_*) and what it gets when it
+# asks nothing. Derived from the host, never above it; a job asking for more is refused.
+ROCPATH_DOCKER_MAX_MEMORY_MB = env_int(
+    "ROCPATH_DOCKER_MAX_MEMORY_MB", HOST_MEMORY_MB * 3 // 4, minimum=16, maximum=HOST_MEMORY_MB
+)
+ROCPATH_DOCKER_MEMORY_MB = env_int(
+    "ROCPATH_DOCKER_MEMORY_MB", 2048, minimum=16, maximum=ROCPATH_DOCKER_MAX_MEMORY_MB
+)
+ROCPATH_DOCKER_MAX_CPUS = env_int(
+    "ROCPATH_DOCKER_MAX_CPUS", HOST_CPUS, minimum=1, maximum=HOST_CPUS
+)
+ROCPATH_DOCKER_CPUS = env_int(
+    "ROCPATH_DOCKER_CPUS",
+    min(2, max(1, HOST_CPUS // 2)),
+    minimum=1,
+    maximum=ROCPATH_DOCKER_MAX_CPUS,
+)
+ROCPATH_DOCKER_MAX_PIDS = env_int("ROCPATH_DOCKER_MAX_PIDS", 1024, minimum=8, maximum=32768)
+ROCPATH_DOCKER_PIDS = env_int(
+    "ROCPATH_DOCKER_PIDS", 512, minimum=8, maximum=ROCPATH_DOCKER_MAX_PIDS
+)
 ROCPATH_DOCKER_TMPFS_MB = env_int("ROCPATH_DOCKER_TMPFS_MB", 1024, minimum=16)
 ROCPATH_JOB_TIMEOUT_MAX_S = env_int("ROCPATH_JOB_TIMEOUT_MAX_S", 6 * 3600, minimum=1)
 ROCPATH_HEARTBEAT_S = env_int("ROCPATH_HEARTBEAT_S", 5, minimum=1)
@@ -227,10 +242,6 @@ ROCPATH_LOCAL_TMP_MB = env_int(
     "ROCPATH_LOCAL_TMP_MB", 1024, minimum=16, maximum=ROCPATH_JOB_MAX_MEMORY_MB
 )
 
-# --- job output bounds --------------------------------------------------------
-# A runner's output line longer than this is cut, with a note saying so.
-ROCPATH_EVENT_LINE_MAX_BYTES = env_int("ROCPATH_EVENT_LINE_MAX_BYTES", 64 * 1024, minimum=1024)
-
 # --- project sources (uploads and git clones) ---------------------------------
 ROCPATH_UPLOAD_MAX_BYTES = env_int("ROCPATH_UPLOAD_MAX_BYTES", 512 * 1024**2, minimum=1)
 ROCPATH_SOURCE_MAX_BYTES = env_int("ROCPATH_SOURCE_MAX_BYTES", 2 * 1024**3, minimum=1)
@@ -267,6 +278,23 @@ if ROCPATH_SOURCE_STAGING_GRACE_S <= ROCPATH_GIT_TIMEOUT_S + 600:
         "would take a clone's folder while it runs"
     )
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024**2  # larger uploads stream to a temporary file
+
+# --- job output bounds ----------------------------------------------------------
+# What the worker reads back from a job (jobs/outputs.py): result.json, its summary and
+# the artifacts are size-capped before a byte is read; the out folder as a whole is
+# capped on disk while a container runs and when it is copied out.
+ROCPATH_RESULT_MAX_BYTES = env_int("ROCPATH_RESULT_MAX_BYTES", 32 * 1024**2, minimum=1024)
+ROCPATH_SUMMARY_MAX_BYTES = env_int("ROCPATH_SUMMARY_MAX_BYTES", 1024**2, minimum=1024)
+ROCPATH_ARTIFACT_MAX_BYTES = env_int("ROCPATH_ARTIFACT_MAX_BYTES", 2 * 1024**3, minimum=1)
+ROCPATH_OUT_MAX_BYTES = env_int("ROCPATH_OUT_MAX_BYTES", 4 * 1024**3, minimum=1024)
+ROCPATH_OUT_MAX_FILES = env_int("ROCPATH_OUT_MAX_FILES", 10_000, minimum=1)
+# A job's log: one line is cut past ROCPATH_EVENT_LINE_MAX_BYTES (with a note), the whole
+# log past ROCPATH_EVENT_BYTES_MAX (one note, the rest dropped; progress still counts).
+ROCPATH_EVENT_LINE_MAX_BYTES = env_int("ROCPATH_EVENT_LINE_MAX_BYTES", 64 * 1024, minimum=1024)
+ROCPATH_EVENT_BYTES_MAX = env_int("ROCPATH_EVENT_BYTES_MAX", 16 * 1024**2, minimum=64 * 1024)
+# The engine keeps a container's output in its log driver too: capped, so a chatty job
+# cannot fill /var/lib/docker (json-file, two files of half this size).
+ROCPATH_DOCKER_LOG_MAX_MB = env_int("ROCPATH_DOCKER_LOG_MAX_MB", 16, minimum=2)
 
 # --- celery -------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"

@@ -73,6 +73,9 @@ class Outcome:
     image: str = ""  # the container image that ran, where one did
     image_digest: str = ""  # its content address (image id / repo digest)
     stderr_tail: list[str] = field(default_factory=list)
+    # Set when the worker stopped the job for going over a limit (its out folder's size):
+    # the job ends errored with this text and nothing it left is read.
+    limit_exceeded: str = ""
 
 
 class ExecutionHooks(Protocol):
@@ -80,6 +83,53 @@ class ExecutionHooks(Protocol):
     def on_line(self, line: str, stream: str) -> None: ...
     def should_cancel(self) -> bool: ...
     def heartbeat(self) -> None: ...
+
+
+class LineSplitter:
+    """Cuts a byte stream into lines in linear time, each at most ``max_bytes`` long.
+
+    Chunks are scanned once for newlines; a partial line is kept as a list of pieces
+    (never re-joined per chunk), and a line that goes past the cap is handed out at
+    the cap, marked, and the rest of it up to its newline is skipped unread.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.pieces: list[bytes] = []
+        self.held = 0  # bytes in pieces
+        self.skipping = False  # inside a line already handed out, cut
+
+    def _line(self, tail: bytes = b"", *, cut: bool = False) -> str:
+        raw = b"".join([*self.pieces, tail])
+        self.pieces, self.held = [], 0
+        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        return f"{text} [line cut at {self.max_bytes} bytes]" if cut else text
+
+    def feed(self, chunk: bytes) -> list[str]:
+        lines: list[str] = []
+        start = 0
+        while start < len(chunk):
+            end = chunk.find(b"\n", start)
+            stop = len(chunk) if end < 0 else end
+            if self.skipping:
+                if end >= 0:
+                    self.skipping = False
+            else:
+                room = self.max_bytes - self.held
+                if stop - start > room:
+                    lines.append(self._line(chunk[start : start + room], cut=True))
+                    self.skipping = end < 0
+                elif end >= 0:
+                    lines.append(self._line(chunk[start:end]))
+                else:
+                    self.pieces.append(chunk[start:])
+                    self.held += len(chunk) - start
+            start = stop + 1
+        return lines
+
+    def close(self) -> list[str]:
+        """The last line, when the stream did not end with a newline."""
+        return [self._line()] if self.pieces else []
 
 
 def parse_stdout_line(line: str) -> dict | None:

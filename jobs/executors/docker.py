@@ -28,6 +28,7 @@ from jobs.executors.base import (
     Executor,
     ExecutorError,
     JobSpec,
+    LineSplitter,
     Outcome,
     parse_stdout_line,
 )
@@ -39,6 +40,7 @@ from jobs.executors.gpu import (
     wants_gpus,
     worker_inventory,
 )
+from jobs.outputs import Refused, disk_usage
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +50,11 @@ LABEL_MANAGED = "rocpath.managed"
 CONTAINER_UID = 10001  # the "rocpath" user of the job images
 STOP_GRACE_S = 5
 CONTAINER_TMP = "/tmp"  # noqa: S108 - the container's own tmpfs, not the host's /tmp
+# How often a running container's out folder is measured against ROCPATH_OUT_MAX_BYTES (at
+# least; a folder that takes long to walk is walked less often): what a job can write at
+# most is the cap plus what it writes in this time and the kill's. No single file can grow
+# past ROCPATH_ARTIFACT_MAX_BYTES at all (RLIMIT_FSIZE in the container).
+OUT_CHECK_S = 0.02
 
 
 def client() -> Any:
@@ -62,15 +69,35 @@ def client() -> Any:
 
 
 def limits_for(hardware: dict) -> dict[str, int]:
-    """Memory (MiB), CPUs and pids the job asked for, within the server's caps."""
+    """Memory (MiB), CPUs and pids the job asked for, or this worker's defaults.
+
+    A job that asks for more than this worker's cap is refused rather than quietly
+    given less: the web side cannot know which host will run it, and a benchmark that
+    got less than it asked for would measure something else without saying so.
+    """
     memory = int(hardware.get("memory_mb") or settings.ROCPATH_DOCKER_MEMORY_MB)
     cpus = float(hardware.get("cpus") or settings.ROCPATH_DOCKER_CPUS)
     pids = int(hardware.get("pids") or settings.ROCPATH_DOCKER_PIDS)
-    return {
-        "memory_mb": min(memory, settings.ROCPATH_DOCKER_MAX_MEMORY_MB),
-        "nano_cpus": int(min(cpus, settings.ROCPATH_DOCKER_MAX_CPUS) * 1e9),
-        "pids": min(pids, settings.ROCPATH_DOCKER_MAX_PIDS),
-    }
+    caps = (
+        ("memory_mb", memory, "MiB", "MAX_MEMORY_MB", f", of the host's {settings.HOST_MEMORY_MB}"),
+        ("cpus", cpus, "CPUs", "MAX_CPUS", f", of the host's {settings.HOST_CPUS}"),
+        ("pids", pids, "processes", "MAX_PIDS", ""),
+    )
+    over = []
+    for name, asked, unit, setting, host in caps:
+        cap = getattr(settings, f"ROCPATH_DOCKER_{setting}")
+        if asked > cap:
+            over.append(
+                f"hardware.{name}: the job asks for {_shown(asked)} {unit}, this worker's cap "
+                f"is {cap} {unit} (ROCPATH_DOCKER_{setting}{host})"
+            )
+    if over:
+        raise ExecutorError("; ".join(over))
+    return {"memory_mb": memory, "nano_cpus": int(cpus * 1e9), "pids": pids}
+
+
+def _shown(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
 
 
 def container_user() -> str:
@@ -81,7 +108,7 @@ def container_user() -> str:
 
 def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
     """The exact arguments of containers.create() for a job: the sandbox in one place."""
-    from docker.types import DeviceRequest, Mount
+    from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
     limits = limits_for(spec.hardware)
     memory = f"{limits['memory_mb']}m"
@@ -127,6 +154,22 @@ def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
         "memswap_limit": memory,  # no swap: over the limit is an OOM kill, not a crawl
         "nano_cpus": limits["nano_cpus"],
         "pids_limit": limits["pids"],
+        # No file (in out/ or the tmpfs) grows past what could become an artifact.
+        "ulimits": [
+            Ulimit(
+                name="fsize",
+                soft=settings.ROCPATH_ARTIFACT_MAX_BYTES,
+                hard=settings.ROCPATH_ARTIFACT_MAX_BYTES,
+            )
+        ],
+        # What the engine keeps of the output besides what we stream: capped on its disk.
+        "log_config": LogConfig(
+            type="json-file",
+            config={
+                "max-size": f"{max(1, settings.ROCPATH_DOCKER_LOG_MAX_MB // 2)}m",
+                "max-file": "2",
+            },
+        ),
         "init": True,  # a real PID 1 reaps the runner's children and forwards signals
         "detach": True,
         "stdin_open": False,
@@ -216,11 +259,13 @@ class DockerExecutor(Executor):
         deadline = time.monotonic() + spec.timeout_s
         next_cancel_check = time.monotonic() + CANCEL_POLL_S
         next_beat = time.monotonic() + settings.ROCPATH_HEARTBEAT_S
+        watch = OutWatch(container, spec)
+        watch.start()
         stopped = False
         tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         while True:
             try:
-                item = lines.get(timeout=0.2)
+                item = lines.get(timeout=0.1)
             except queue.Empty:
                 item = ()
             if item is None:
@@ -243,10 +288,21 @@ class DockerExecutor(Executor):
                 if hooks.should_cancel():
                     outcome.canceled = stopped = True
                     _stop(container)
+            if not stopped and watch.problem:
+                outcome.limit_exceeded = watch.problem  # the watch killed it already
+                stopped = True
             if now >= next_beat:
                 next_beat = now + settings.ROCPATH_HEARTBEAT_S
                 hooks.heartbeat()
+        watch.stop()
+        if watch.problem and not outcome.limit_exceeded and not stopped:
+            outcome.limit_exceeded = watch.problem
+            stopped = True
         status = container.wait(timeout=60)
+        if outcome.limit_exceeded:
+            with contextlib.suppress(Refused):
+                final = disk_usage(spec.out_dir, max_entries=settings.ROCPATH_OUT_MAX_FILES)
+                outcome.limit_exceeded += f"; {final} bytes by the time it was killed"
         code = int(status.get("StatusCode", -1))
         if code == 137:  # SIGKILL: ours, or the kernel's OOM killer? Only the engine knows.
             container.reload()
@@ -258,6 +314,52 @@ class DockerExecutor(Executor):
             outcome.exit_code = code
         outcome.stderr_tail = list(tail)
         return outcome
+
+
+class OutWatch(threading.Thread):
+    """Measures a running container's out folder and kills the container when it is over
+    its caps (bytes, entries): a thread of its own, so a busy log does not delay it."""
+
+    def __init__(self, container: Any, spec: JobSpec) -> None:
+        super().__init__(daemon=True, name=f"out-watch-{spec.job_id}")
+        self.container, self.spec = container, spec
+        self.problem = ""
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            started = time.monotonic()
+            problem = out_folder_problem(self.spec)
+            if problem:
+                self.problem = problem
+                _kill(self.container)  # no grace: a writer fills a disk in seconds
+                return
+            # a large folder is walked less often: the watch takes at most a tenth of a CPU
+            self.done.wait(max(OUT_CHECK_S, 10 * (time.monotonic() - started)))
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=5)
+
+
+def out_folder_problem(spec: JobSpec) -> str:
+    """Why a running job must be stopped for what it wrote to out/, or ''."""
+    try:
+        used = disk_usage(spec.out_dir, max_entries=settings.ROCPATH_OUT_MAX_FILES)
+    except Refused as exc:
+        return f"the job was stopped: {exc}"
+    if used > settings.ROCPATH_OUT_MAX_BYTES:
+        return (
+            f"the job was stopped: its out folder went over its cap of "
+            f"{settings.ROCPATH_OUT_MAX_BYTES} bytes ({used} bytes written; "
+            "ROCPATH_OUT_MAX_BYTES)"
+        )
+    return ""
+
+
+def _kill(container: Any) -> None:
+    with contextlib.suppress(Exception):
+        container.kill()
 
 
 def _remove(container: Any) -> None:
@@ -272,25 +374,26 @@ def _stop(container: Any) -> None:
 
 
 def _read_output(container: Any, lines: queue.Queue) -> None:
-    """Split the container's demultiplexed output into lines; None when it ends."""
-    buffers = {"stdout": b"", "stderr": b""}
+    """Split the container's demultiplexed output into lines; None when it ends.
+
+    Linear in the output, each line at most ROCPATH_EVENT_LINE_MAX_BYTES (LineSplitter).
+    """
+    limit = settings.ROCPATH_EVENT_LINE_MAX_BYTES
+    splitters = {"stdout": LineSplitter(limit), "stderr": LineSplitter(limit)}
     try:
         for out, err in container.attach(
             stdout=True, stderr=True, stream=True, logs=True, demux=True
         ):
             for stream, chunk in (("stdout", out), ("stderr", err)):
-                if not chunk:
-                    continue
-                data = buffers[stream] + chunk
-                *complete, buffers[stream] = data.split(b"\n")
-                for raw in complete:
-                    lines.put((stream, raw.decode("utf-8", errors="replace").rstrip("\r")))
+                if chunk:
+                    for line in splitters[stream].feed(chunk):
+                        lines.put((stream, line))
     except Exception as exc:  # the engine went away mid-stream
         lines.put(("stderr", f"[rocpath] lost the container's output: {exc}"))
     finally:
-        for stream, rest in buffers.items():
-            if rest:
-                lines.put((stream, rest.decode("utf-8", errors="replace")))
+        for stream, splitter in splitters.items():
+            for line in splitter.close():
+                lines.put((stream, line))
         lines.put(None)
 
 

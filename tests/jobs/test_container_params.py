@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.executors.base import JobSpec
+from jobs.executors.base import ExecutorError, JobSpec
 from jobs.executors.docker import container_params, limits_for
 from jobs.executors.gpu import (
     NO_GPU,
@@ -80,11 +80,18 @@ def test_limits_come_from_the_job_within_the_servers_caps(settings):
         "pids": 50,
         "nano_cpus": 1_000_000_000,
     }
-    assert limits_for({"memory_mb": 10**6, "pids": 10**6, "cpus": 64}) == {
-        "memory_mb": 1024,
-        "pids": 100,
-        "nano_cpus": 2_000_000_000,
-    }
+
+
+def test_a_job_asking_for_more_than_the_caps_is_refused_naming_each(settings):
+    settings.ROCPATH_DOCKER_MAX_MEMORY_MB = 1024
+    settings.ROCPATH_DOCKER_MAX_PIDS = 100
+    settings.ROCPATH_DOCKER_MAX_CPUS = 2
+    with pytest.raises(ExecutorError) as refused:
+        limits_for({"memory_mb": 10**6, "pids": 10**6, "cpus": 64})
+    message = str(refused.value)
+    assert "hardware.memory_mb: the job asks for 1000000 MiB, this worker's cap is 1024" in message
+    assert "hardware.cpus: the job asks for 64 CPUs, this worker's cap is 2 CPUs" in message
+    assert "hardware.pids: the job asks for 1000000 processes" in message
 
 
 def test_the_rocm_profile_passes_kfd_only_the_chosen_render_nodes_and_the_gpu_groups(tmp_path):

@@ -74,7 +74,7 @@ def test_the_job_page_shows_log_summary_artifacts_and_environment(browser, team)
         team, status=JobStatus.SUCCEEDED, kind="probe", environment=env, summary={"gpu_count": 1}
     )
     JobEvent.objects.create(job=job, kind="log", message="looking for rocminfo")
-    out = services.job_dir(job.pk) / "out"
+    out = services.artifact_dir(job.pk)
     out.mkdir(parents=True)
     (out / "probe.txt").write_text("raw")
     artifact = Artifact.objects.create(job=job, path="probe.txt", size=3, sha256="a" * 64)

@@ -138,7 +138,7 @@ def test_listing_costs_the_same_number_of_queries_for_1_or_20_jobs(api, team):
 def test_a_user_of_team_a_gets_404_for_team_bs_job_events_and_artifacts(api, team, tmp_path):
     other_team = make_team()
     job = make_job(other_team, status=JobStatus.SUCCEEDED)
-    out = services.job_dir(job.pk) / "out"
+    out = services.artifact_dir(job.pk)
     out.mkdir(parents=True)
     (out / "secret.txt").write_text("theirs")
     artifact = Artifact.objects.create(job=job, path="secret.txt", size=6, sha256="0" * 64)
@@ -165,7 +165,7 @@ def test_events_are_read_after_a_cursor(api, team):
 
 def test_an_artifact_downloads_with_its_bytes(api, team):
     job = make_job(team, status=JobStatus.SUCCEEDED)
-    out = services.job_dir(job.pk) / "out"
+    out = services.artifact_dir(job.pk)
     out.mkdir(parents=True)
     (out / "report.md").write_text("# hello")
     artifact = Artifact.objects.create(
