@@ -132,6 +132,6 @@ def test_a_source_named_like_an_option_is_converted_as_a_file(team):
         pytest.skip("hipify-perl is not installed")
     job = _run_job(team, "hipify-convert", {}, {"-o=x.cu": CUDA})
     assert job.status == JobStatus.SUCCEEDED, job.error
-    diff = (services.job_dir(job.pk) / "out" / "hipify.diff").read_text()
+    diff = (services.artifact_dir(job.pk) / "hipify.diff").read_text()
     assert "+++ b/-o=x.cu" in diff and "hipMalloc" in diff
     assert sorted(os.listdir(tree_of(job.source))) == ["-o=x.cu"]
