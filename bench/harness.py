@@ -101,7 +101,7 @@ class BenchStack:
         self._manage("migrate", "-v0")
         setup = (
             "from django.contrib.auth.models import User;"
-            "from portal.models import Team, Membership;"
+            "from teams.models import Team, Membership;"
             "from rest_framework.authtoken.models import Token;"
             "u=User.objects.create_user('bench');"
             "t=Team.objects.create(name='bench', slug='bench');"

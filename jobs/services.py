@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config.celery import queue_task
 from jobs.choices import EventKind, JobStatus, LaunchType
 from jobs.executors import ExecutorError, get_executor, resolve_executor
 from jobs.executors.base import JobSpec, Outcome
@@ -35,11 +36,11 @@ from jobs.gpus import release as release_gpus
 from jobs.models import Artifact, Environment, IllegalTransition, Job, JobEvent, Measurement
 from jobs.outputs import Collected, Refused, collect_artifacts, read_result
 from jobs.param_caps import param_cap_errors
-from portal.access import writable_team_ids
-from portal.models import AdoptionProject, SourceSnapshot, Team
-from portal.sources import newest_ready, tree_of
 from stack import contract
 from stack.kinds import KINDS, ParamsError, validate_params
+from teams.access import writable_team_ids
+from teams.models import AdoptionProject, SourceSnapshot, Team
+from teams.sources import newest_ready, tree_of
 
 logger = logging.getLogger(__name__)
 
@@ -286,17 +287,22 @@ def queue_for(job: Job) -> str:
     return str(queue) if queue else settings.CELERY_TASK_DEFAULT_QUEUE
 
 
-def enqueue(job: Job) -> None:
-    from jobs.tasks import run_job
+RUN_TASK = "jobs.run_job"  # jobs/tasks.py
 
+
+def enqueue(job: Job) -> None:
+    """Mark the job queued under a new task id and queue its run (by name: jobs.tasks
+    imports this module)."""
     task_id = str(uuid.uuid4())
     if not job.mark_queued(task_id):
         return  # canceled before it could be queued
-    try:
-        run_job.apply_async(args=[job.pk], task_id=task_id, queue=queue_for(job))
-    except Exception as exc:  # the broker is down or misconfigured
-        logger.exception("could not enqueue job %s", job.pk)
-        job.fail_to_run(f"could not reach the job queue: {exc}")
+    queue_task(
+        RUN_TASK,
+        job.pk,
+        task_id=task_id,
+        queue=queue_for(job),
+        on_error=lambda exc: job.fail_to_run(f"could not reach the job queue: {exc}"),
+    )
 
 
 # --- cancel ----------------------------------------------------------------------

@@ -43,34 +43,3 @@ def reap_stuck_jobs() -> list[int]:
 @shared_task(name="jobs.noop_task", ignore_result=False)
 def noop_task() -> None:
     """A bare task: the anchor of bench/dispatch.py (what Celery and the broker cost alone)."""
-
-
-@shared_task(
-    name="jobs.fetch_git_source",
-    ignore_result=True,
-    time_limit=settings.ROCPATH_GIT_TIMEOUT_S + 600,  # the clone stops itself before
-)
-def fetch_git_source(snapshot_id: int) -> None:
-    """Clone a project's git source on a worker (the web process never waits on a clone)."""
-    from portal.models import SourceSnapshot
-    from portal.sources import clone
-
-    snapshot = SourceSnapshot.objects.filter(pk=snapshot_id).first()
-    if snapshot is not None and snapshot.status == SourceSnapshot.Status.PENDING:
-        clone(snapshot)
-
-
-@shared_task(name="jobs.extract_source", ignore_result=True, time_limit=3600)
-def extract_source(snapshot_id: int) -> None:
-    """Extract an uploaded archive on a worker (the web request only checked its members)."""
-    from portal.sources import extract_upload
-
-    extract_upload(snapshot_id)
-
-
-@shared_task(name="jobs.reap_source_staging", ignore_result=True)
-def reap_source_staging() -> list[str]:
-    """Remove the staging a killed web process or worker left behind."""
-    from portal.sources import reap_staging
-
-    return reap_staging()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django import forms
 
-from jobs.api.parsers import JSONLimitError, loads_bounded
-from portal.models import AdoptionProject, Team
 from stack.kinds import KINDS
+from teams.api.parsers import JSONLimitError, loads_bounded
+from teams.models import AdoptionProject, Team
 
 
 class JobSubmitForm(forms.Form):

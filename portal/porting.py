@@ -14,7 +14,7 @@ from django.db.models import Prefetch
 from jobs.choices import JobStatus
 from jobs.models import Artifact, Job, Measurement
 from jobs.services import artifact_file
-from portal.models import AdoptionProject
+from teams.models import AdoptionProject
 
 SCAN = "hipify-scan"
 COMPILE = "compile-check"

@@ -16,22 +16,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from jobs import services
+from jobs.access import artifacts_for, jobs_for
 from jobs.api.authentication import rotate_token, token_expires_at
 from jobs.api.errors import bound_errors
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import IllegalTransition, Job
-from portal.access import (
-    artifacts_for,
-    can_write,
-    jobs_for,
-    projects_for,
-    teams_for,
-    writable_team_ids,
-)
 from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
-from portal.models import AdoptionProject, SourceSnapshot, Team
 from portal.porting import (
     DEFAULT_SORT,
     FILE_COLUMNS,
@@ -40,8 +32,10 @@ from portal.porting import (
     porting_report,
 )
 from portal.reports import gemm_charts
-from portal.sources import SourceError, add_git, add_upload, newest_ready, tree_of
 from stack.kinds import KINDS
+from teams.access import can_write, projects_for, teams_for, writable_team_ids
+from teams.models import AdoptionProject, SourceSnapshot, Team
+from teams.sources import SourceError, add_git, add_upload, newest_ready, tree_of
 
 
 def _job(request: HttpRequest, pk: int) -> Job:

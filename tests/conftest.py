@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from portal.choices import Role
+from teams.choices import Role
 from tests.factories import add_member, make_team, make_user
 
 pytest_plugins = ["tests.workers"]

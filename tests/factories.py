@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from jobs.choices import JobStatus
 from jobs.models import Job
-from portal.choices import Role
-from portal.models import AdoptionProject, Membership, Team
+from teams.choices import Role
+from teams.models import AdoptionProject, Membership, Team
 
 _seq = itertools.count(1)
 

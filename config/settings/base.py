@@ -66,8 +66,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
-    "portal",
+    "teams",
     "jobs",
+    "portal",
 ]
 
 MIDDLEWARE = [
@@ -257,7 +258,7 @@ ROCPATH_TEAM_SOURCES_MAX = env_int("ROCPATH_TEAM_SOURCES_MAX", 200, minimum=1)
 # running task loses its folder.
 ROCPATH_SOURCE_STAGING_GRACE_S = env_int("ROCPATH_SOURCE_STAGING_GRACE_S", 7200, minimum=3700)
 ROCPATH_SOURCE_REAPER_INTERVAL_S = env_int("ROCPATH_SOURCE_REAPER_INTERVAL_S", 600, minimum=1)
-# Git intake (portal/gitintake.py). Local paths and file:// URLs a team may clone, per
+# Git intake (teams/gitintake.py). Local paths and file:// URLs a team may clone, per
 # team: "team-a=/srv/git/a:/srv/git/shared,team-b=/srv/git/b".
 ROCPATH_GIT_LOCAL_ALLOW = {
     team: [path for path in paths.split(":") if path]
@@ -336,7 +337,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(ROCPATH_REAPER_INTERVAL_S),
     },
     "reap-source-staging": {
-        "task": "jobs.reap_source_staging",
+        "task": "teams.reap_source_staging",
         "schedule": float(ROCPATH_SOURCE_REAPER_INTERVAL_S),
     },
 }
@@ -358,7 +359,7 @@ REST_FRAMEWORK = {
     ],
     # JSON bodies are bounded in size and depth (ROCPATH_JSON_MAX_*): a deep one is a 400.
     "DEFAULT_PARSER_CLASSES": [
-        "jobs.api.parsers.BoundedJSONParser",
+        "teams.api.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],

@@ -1,16 +1,14 @@
-from django.urls import include, path
-from rest_framework.routers import DefaultRouter
+"""What the jobs app adds to the API (composed in config/api_router.py under /api/v1/)."""
+
+from django.urls import path
 
 from jobs.api import views
 
-app_name = "api"
-
-router = DefaultRouter()
-router.register("jobs", views.JobViewSet, basename="job")
-router.register("environments", views.EnvironmentViewSet, basename="environment")
-router.register("projects", views.ProjectViewSet, basename="project")
-router.register("teams", views.TeamViewSet, basename="team")
-
+# (prefix, view set, basename), registered on the one router of the API.
+routes = [
+    ("jobs", views.JobViewSet, "job"),
+    ("environments", views.EnvironmentViewSet, "environment"),
+]
 urlpatterns = [
     path("kinds/", views.KindListView.as_view(), name="kinds"),
     path("token/rotate/", views.TokenRotateView.as_view(), name="token-rotate"),
@@ -19,5 +17,4 @@ urlpatterns = [
         views.ArtifactDownloadView.as_view(),
         name="artifact-download",
     ),
-    path("", include(router.urls)),
 ]

@@ -1,6 +1,6 @@
 """REST endpoints: validate, check the team, call one service, answer.
 
-Everything is scoped to the caller's teams through portal.access; another
+Everything is scoped to the caller's teams through teams.access; another
 team's objects answer 404.
 """
 
@@ -8,19 +8,17 @@ from __future__ import annotations
 
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import services
+from jobs.access import artifacts_for, jobs_for
 from jobs.api.authentication import rotate_token, token_expires_at
-from jobs.api.parsers import BoundedJSONParser
 from jobs.api.serializers import (
     ArtifactSerializer,
     EnvironmentSerializer,
@@ -30,27 +28,13 @@ from jobs.api.serializers import (
     JobSubmitSerializer,
     KindSerializer,
     MeasurementSerializer,
-    ProjectCreateSerializer,
-    ProjectSerializer,
-    SourceCreateSerializer,
-    SourceSerializer,
-    TeamSerializer,
     TokenSerializer,
 )
 from jobs.choices import JobStatus, LaunchType
 from jobs.models import Artifact, Environment, IllegalTransition, Job
-from portal.access import (
-    artifacts_for,
-    can_write,
-    jobs_for,
-    projects_for,
-    team_ids,
-    teams_for,
-    writable_team_ids,
-)
-from portal.models import AdoptionProject, SourceSnapshot, Team
-from portal.sources import SourceError, add_git, add_upload
 from stack.kinds import KINDS
+from teams.access import can_write, projects_for, team_ids, teams_for
+from teams.models import SourceSnapshot
 
 
 class JobViewSet(
@@ -237,69 +221,6 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
             "environment_id"
         )
         return Environment.objects.filter(pk__in=visible)
-
-
-class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
-    serializer_class = ProjectSerializer
-
-    def get_queryset(self):
-        return projects_for(self.request.user)
-
-    @extend_schema(request=ProjectCreateSerializer, responses={201: ProjectSerializer})
-    def create(self, request: Request) -> Response:
-        form = ProjectCreateSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        data = dict(form.validated_data)
-        team = Team.objects.filter(
-            pk__in=writable_team_ids(request.user), slug=data.pop("team")
-        ).first()
-        if team is None:
-            raise ValidationError({"team": ["No team of that slug that you can write to."]})
-        if AdoptionProject.objects.filter(team=team, name=data["name"]).exists():
-            raise ValidationError({"name": ["This team already has a project of that name."]})
-        project = AdoptionProject.objects.create(team=team, **data)
-        location = reverse("api:project-detail", args=[project.pk])
-        return Response(ProjectSerializer(project).data, status=201, headers={"Location": location})
-
-    @extend_schema(responses={200: dict})
-    @action(detail=True, methods=["get"], url_path="porting-report")
-    def porting_report(self, request: Request, pk: str | None = None) -> Response:
-        """The HIPIFY assessment of the project: totals, burn-down, files, compile status."""
-        from portal.porting import porting_report
-
-        return Response(porting_report(self.get_object()))
-
-    @extend_schema(request=SourceCreateSerializer, responses={201: SourceSerializer})
-    @action(
-        detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, BoundedJSONParser]
-    )
-    def sources(self, request: Request, pk: str | None = None) -> Response:
-        """The project's code snapshots; POST an archive (multipart) or a git URL."""
-        project = self.get_object()
-        if request.method == "GET":
-            page = self.paginate_queryset(project.sources.all())
-            return self.get_paginated_response(SourceSerializer(page, many=True).data)
-        if not can_write(request.user, project.team_id):
-            return Response({"detail": "Viewers cannot add sources."}, status=403)
-        form = SourceCreateSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        data = form.validated_data
-        try:
-            if archive := data.get("archive"):
-                snapshot = add_upload(project, archive, archive.name, request.user, archive.size)
-            else:
-                snapshot = add_git(project, data["git_url"], data.get("ref", ""), request.user)
-        except SourceError as exc:
-            field = "archive" if data.get("archive") else "git_url"
-            raise ValidationError({field: [str(exc)]}) from exc
-        return Response(SourceSerializer(snapshot).data, status=201)
-
-
-class TeamViewSet(viewsets.ReadOnlyModelViewSet):
-    serializer_class = TeamSerializer
-
-    def get_queryset(self):
-        return teams_for(self.request.user)
 
 
 class KindListView(APIView):

@@ -32,6 +32,7 @@ class IllegalTransition(Exception):
 class Job(models.Model):
     kind = models.CharField(max_length=64)
     params = models.JSONField(default=dict, blank=True)
+    # "portal" is the teams app's label (teams/apps.py says why).
     team = models.ForeignKey("portal.Team", on_delete=models.CASCADE, related_name="jobs")
     project = models.ForeignKey(
         "portal.AdoptionProject",

@@ -7,7 +7,7 @@ import pytest
 
 from jobs.choices import JobStatus
 from jobs.models import Measurement
-from portal.choices import Role
+from teams.choices import Role
 from tests.browser.steps import sign_in
 from tests.factories import add_member, make_job, make_project, make_team, make_user
 

@@ -9,8 +9,8 @@ import tarfile
 import pytest
 
 from jobs.models import Job
-from portal.choices import Role
 from stack.tools import which
+from teams.choices import Role
 from tests.browser.steps import sign_in
 from tests.factories import add_member, make_project, make_team, make_user
 

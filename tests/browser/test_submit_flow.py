@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Job
-from portal.choices import Role
+from teams.choices import Role
 from tests.browser.steps import sign_in
 from tests.factories import add_member, make_team, make_user
 

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from jobs import services
-from portal.models import SourceSnapshot
 from stack.kinds import KINDS
+from teams.models import SourceSnapshot
 from tests.factories import make_project
 
 
@@ -74,7 +74,7 @@ def test_another_teams_snapshot_is_an_unknown_source_in_the_api(api, team, scan_
 
 
 def test_a_snapshot_alone_decides_the_project_and_the_team(user, team, scan_kind):
-    from portal.choices import Role
+    from teams.choices import Role
     from tests.factories import add_member, make_team
 
     second = make_team()

@@ -6,7 +6,7 @@ from django.test import Client
 from jobs import services
 from jobs.choices import JobStatus, LaunchType
 from jobs.models import Artifact, Job, JobEvent
-from portal.choices import Role
+from teams.choices import Role
 from tests.factories import add_member, make_job, make_project, make_team, make_user
 
 
@@ -211,7 +211,7 @@ def test_admin_pages_of_every_model_render_for_staff(team):
     from django.apps import apps
     from django.contrib.auth import get_user_model
 
-    from portal.models import SourceSnapshot
+    from teams.models import SourceSnapshot
 
     admin_user = get_user_model().objects.create_superuser("root", password="pw")
     job = make_job(team, status=JobStatus.SUCCEEDED)
@@ -234,7 +234,7 @@ def test_a_member_uploads_an_archive_from_the_project_page(browser, team):
 
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from portal.sources import extract_upload
+    from teams.sources import extract_upload
 
     project = make_project(team, "cfd")
     buffer = io.BytesIO()

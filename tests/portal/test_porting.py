@@ -10,8 +10,8 @@ from django.test import Client
 
 from jobs import services
 from jobs.choices import JobStatus
-from portal.sources import add_upload, extract_upload
 from stack.tools import which
+from teams.sources import add_upload, extract_upload
 from tests.factories import make_project
 
 # Only on the tests that scan: the rest (steps, targets, the viewer) need no hipify-perl.
@@ -220,7 +220,7 @@ def test_only_targets_the_compile_check_accepts_are_offered(team):
 
 def test_the_project_page_starts_each_porting_step_on_the_newest_source(user, team):
     from jobs.models import Job
-    from portal.models import SourceSnapshot
+    from teams.models import SourceSnapshot
 
     project = make_project(team)
     project.target_gpus = ["MI250X"]
@@ -253,7 +253,7 @@ def test_the_project_page_starts_each_porting_step_on_the_newest_source(user, te
 
 def test_a_viewer_cannot_start_a_porting_step(team):
     from jobs.models import Job
-    from portal.choices import Role
+    from teams.choices import Role
     from tests.factories import add_member, make_user
 
     viewer = make_user("vera")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from portal.models import SourceSnapshot
+from teams.models import SourceSnapshot
 
 KERNEL = b"__global__ void k(float* x) { x[threadIdx.x] = 0; }\n"
 
@@ -62,7 +62,7 @@ def upload(api, project, name: str, data: bytes):
 def extract_pending() -> None:
     """What the worker does after the upload's commit (before issue 9 the request did it)."""
     try:
-        from portal.sources import extract_upload
+        from teams.sources import extract_upload
     except ImportError:
         return
 
@@ -281,7 +281,7 @@ def test_the_teams_byte_quota_and_source_count_are_enforced(api, project, settin
 
 
 def test_the_upload_is_extracted_by_the_worker_not_by_the_request(api, project, settings):
-    from portal.sources import extract_upload, tree_of
+    from teams.sources import extract_upload, tree_of
 
     response = upload(api, project, "code.zip", zip_bytes({"src/k.cu": KERNEL}))
     assert response.status_code == 201 and response.json()["status"] == "pending"
@@ -296,7 +296,7 @@ def test_the_upload_is_extracted_by_the_worker_not_by_the_request(api, project, 
 
 
 def test_the_worker_checks_again_and_fails_the_source_with_the_refusal(api, project, settings):
-    from portal.sources import extract_upload, snapshot_dir
+    from teams.sources import extract_upload, snapshot_dir
 
     assert (
         upload(
@@ -315,8 +315,8 @@ def test_the_worker_checks_again_and_fails_the_source_with_the_refusal(api, proj
 
 
 def test_what_a_killed_process_left_behind_is_reaped(api, project, settings):
-    from jobs.tasks import reap_source_staging
-    from portal.sources import snapshot_dir, sources_root
+    from teams.sources import snapshot_dir, sources_root
+    from teams.tasks import reap_source_staging
 
     settings.ROCPATH_SOURCE_STAGING_GRACE_S = 3700
     old = time.time() - 4000

@@ -12,8 +12,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from portal.choices import Role
-from portal.models import Membership
+from teams.choices import Role
+from teams.models import Membership
 from tests.factories import add_member, make_user
 
 PASSWORD = "correct horse battery"

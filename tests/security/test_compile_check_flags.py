@@ -14,12 +14,12 @@ from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.sandbox import sandbox_problem
 from jobs.models import Job
-from portal.models import SourceSnapshot
-from portal.sources import tree_of
 from stack.events import Emitter
 from stack.kinds.compile_check import run
 from stack.runtime import RunContext
 from stack.tools import which
+from teams.models import SourceSnapshot
+from teams.sources import tree_of
 from tests.factories import make_job, make_project
 
 URL = "/api/v1/jobs/"

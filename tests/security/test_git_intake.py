@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from portal.models import SourceSnapshot
+from teams.models import SourceSnapshot
 from tests.factories import make_project, make_team
 
 KERNEL = b"__global__ void k(float* x) { x[threadIdx.x] = 0; }\n"
@@ -45,7 +45,7 @@ def add(api, project, url: str):
 
 def clone_on_worker(project, url: str) -> SourceSnapshot:
     """What the worker does with a git source, whatever the request said about it."""
-    from portal.sources import clone
+    from teams.sources import clone
 
     snapshot = SourceSnapshot.objects.create(project=project, origin="git", name=url, ref="main")
     clone(snapshot)
@@ -108,14 +108,14 @@ def test_a_team_cannot_clone_the_folder_another_team_is_allowed(api, project, se
 def test_a_team_clones_a_bare_repository_from_its_own_allowed_folder(
     api, project, settings, tmp_path, monkeypatch
 ):
-    from portal.sources import tree_of
+    from teams.sources import tree_of
 
     repo = git_repo(tmp_path / "ours" / "repo.git", bare=True)
     settings.ROCPATH_GIT_LOCAL_ALLOW = {project.team.slug: [str(tmp_path / "ours")]}
-    monkeypatch.setattr("portal.sources.queue_task", lambda *task: None)
+    monkeypatch.setattr("teams.sources.queue_task", lambda *task, **options: None)
     assert add(api, project, f"file://{repo}").status_code == 201
     snapshot = SourceSnapshot.objects.get()
-    from portal.sources import clone
+    from teams.sources import clone
 
     clone(snapshot)
     snapshot.refresh_from_db()
@@ -125,7 +125,7 @@ def test_a_team_clones_a_bare_repository_from_its_own_allowed_folder(
 
 
 def test_a_symlink_in_a_repository_is_checked_out_as_a_plain_file(project, settings, tmp_path):
-    from portal.sources import tree_of
+    from teams.sources import tree_of
 
     work = tmp_path / "ours" / "repo"
     git_repo(work)
@@ -198,7 +198,7 @@ def test_http_is_refused_unless_an_operator_allows_it(api, project):
 def test_an_allowed_internal_host_is_cloned_from_the_checked_address_within_the_time_limit(
     project, settings, listener
 ):
-    from portal import gitintake
+    from teams import gitintake
 
     port = listener.getsockname()[1]
     settings.ROCPATH_GIT_HOST_ALLOW = ["localhost"]
@@ -213,7 +213,7 @@ def test_an_allowed_internal_host_is_cloned_from_the_checked_address_within_the_
 
 
 def test_git_runs_without_the_workers_config_home_or_ssh(project, settings, tmp_path):
-    from portal import gitintake
+    from teams import gitintake
 
     settings.ROCPATH_GIT_SSH_KEYS = {project.team.slug: "/etc/rocpath/alpha.key"}
     settings.ROCPATH_GIT_SSH_KNOWN_HOSTS = "/etc/rocpath/known_hosts"

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Environment, JobEvent, Measurement
-from portal.choices import Role
+from teams.choices import Role
 from tests.factories import add_member, make_job, make_project, make_team, make_user
 
 

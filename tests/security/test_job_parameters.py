@@ -9,8 +9,8 @@ import pytest
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
-from portal.models import SourceSnapshot
-from portal.sources import tree_of
+from teams.models import SourceSnapshot
+from teams.sources import tree_of
 from tests.factories import make_job, make_project, make_team
 
 URL = "/api/v1/jobs/"

@@ -26,8 +26,8 @@ from jobs.executors import ExecutorError, local
 from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
 from jobs.executors.sandbox import Mount, sandbox_problem
-from portal.models import SourceSnapshot
-from portal.sources import tree_of
+from teams.models import SourceSnapshot
+from teams.sources import tree_of
 from tests.factories import make_job, make_project
 
 pytestmark = pytest.mark.skipif(

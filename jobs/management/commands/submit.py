@@ -14,7 +14,7 @@ from django.db import transaction
 from jobs import services
 from jobs.choices import JobStatus, LaunchType
 from jobs.models import Job
-from portal.models import AdoptionProject, Team
+from teams.models import AdoptionProject, Team
 
 
 class Command(BaseCommand):

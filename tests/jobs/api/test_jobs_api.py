@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 from jobs import services
 from jobs.choices import JobStatus, LaunchType
 from jobs.models import Artifact, Job, JobEvent
-from portal.choices import Role
+from teams.choices import Role
 from tests.factories import add_member, make_job, make_project, make_team, make_user
 
 URL = "/api/v1/jobs/"

@@ -13,9 +13,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from portal.choices import Role
-from portal.models import SourceSnapshot
-from portal.sources import clone, extract_upload, git_url_allowed, tree_of
+from teams.choices import Role
+from teams.models import SourceSnapshot
+from teams.sources import clone, extract_upload, git_url_allowed, tree_of
 from tests.factories import add_member, make_project, make_team, make_user
 
 
@@ -193,7 +193,7 @@ def test_a_git_source_from_an_allowlisted_path_is_cloned_by_the_worker_task(
     repo = _git_repo(tmp_path / "repo")
     settings.ROCPATH_GIT_LOCAL_ALLOW = {project.team.slug: [str(tmp_path)]}
     cloned: list[tuple[str, int]] = []
-    monkeypatch.setattr("portal.sources.queue_task", lambda *task: cloned.append(task))
+    monkeypatch.setattr("teams.sources.queue_task", lambda *task, **options: cloned.append(task))
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post(
             f"/api/v1/projects/{project.pk}/sources/",
@@ -202,7 +202,7 @@ def test_a_git_source_from_an_allowlisted_path_is_cloned_by_the_worker_task(
         )
     assert response.status_code == 201 and response.json()["status"] == "pending"
     snapshot = SourceSnapshot.objects.get()
-    assert cloned == [("jobs.fetch_git_source", snapshot.pk)]
+    assert cloned == [("teams.fetch_git_source", snapshot.pk)]
     clone(snapshot)  # what the worker task does
     snapshot.refresh_from_db()
     assert snapshot.status == "ready", snapshot.error

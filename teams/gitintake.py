@@ -38,7 +38,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from django.conf import settings
 
-from portal.archives import Limits, SourceError
+from teams.archives import Limits, SourceError
 
 _HOST = re.compile(r"^(?!-)[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$")
 _SCP = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]+)@)?(?P<host>[A-Za-z0-9.-]+):(?P<path>.+)$")

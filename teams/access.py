@@ -1,7 +1,8 @@
 """Team scoping, in one place, for pages, API and downloads alike.
 
 Objects of another team are answered with 404, never 403, so their
-existence does not leak.
+existence does not leak. The layers above scope their own rows through
+``team_ids`` (jobs.access for jobs and artifacts).
 """
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from jobs.models import Artifact, Job
-from portal.choices import WRITE_ROLES
-from portal.models import AdoptionProject, Membership, Team
+from teams.choices import WRITE_ROLES
+from teams.models import AdoptionProject, Membership, Team
 
 AnyUser = AbstractBaseUser | AnonymousUser
 
@@ -40,17 +40,6 @@ def teams_for(user: AnyUser) -> QuerySet[Team]:
 
 def projects_for(user: AnyUser) -> QuerySet[AdoptionProject]:
     return AdoptionProject.objects.filter(team_id__in=team_ids(user)).select_related("team")
-
-
-def jobs_for(user: AnyUser) -> QuerySet[Job]:
-    """The user's teams' jobs, with what every job list and page shows beside them."""
-    return Job.objects.filter(team_id__in=team_ids(user)).select_related(
-        "team", "project", "created_by"
-    )
-
-
-def artifacts_for(user: AnyUser) -> QuerySet[Artifact]:
-    return Artifact.objects.filter(job__team_id__in=team_ids(user))
 
 
 def can_write(user: AnyUser, team_id: int) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from portal.choices import Role
+from teams.choices import Role
 
 
 class Team(models.Model):
@@ -70,8 +70,8 @@ class AdoptionProject(models.Model):
         (``stack.blas.peaks``: MI300X → gfx942, MI250X → gfx90a, …); NVIDIA names
         and unknown ones add nothing. Every target must fit the compile check's own
         schema (pattern and default), so the page never offers what the job refuses.
-        A method on the model, not in portal.porting, so that jobs.services can use
-        it without importing the porting report (which imports jobs.services).
+        A method on the model, so that the jobs (which submit compile checks) and the
+        pages (which offer them) read the same answer from the layer below both.
         """
         import re
 

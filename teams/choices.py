@@ -1,4 +1,4 @@
-"""Roles of a team member; what each may do is decided in portal.access."""
+"""Roles of a team member; what each may do is decided in teams.access."""
 
 from django.db import models
 

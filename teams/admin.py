@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from portal.models import AdoptionProject, Membership, SourceSnapshot, Team
+from teams.models import AdoptionProject, Membership, SourceSnapshot, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -32,7 +32,7 @@ class AdoptionProjectAdmin(admin.ModelAdmin):
 class SourceSnapshotAdmin(admin.ModelAdmin):
     """For operators to see what was uploaded or cloned, by whom, and why a fetch failed.
 
-    Read-only: a row stands for a tree on disk (portal.sources) that only an upload
+    Read-only: a row stands for a tree on disk (teams.sources) that only an upload
     or a clone makes, so one added here would have no code, and one deleted here
     would leave its tree behind.
     """

@@ -1,16 +1,16 @@
 """Bringing a team's code in: uploaded archives and git clones, on a worker.
 
 The web request does only what is cheap and refuses early: the archive's type and
-size, the team's quota, and the member list (``portal.archives.survey``: names, types,
+size, the team's quota, and the member list (``teams.archives.survey``: names, types,
 links, declared sizes; nothing is written). It stores the upload in the snapshot's
 folder and creates the snapshot pending ("extracting…"); after commit a worker task
-(``jobs.extract_source``) checks everything again and writes the tree, by
-construction unable to leave it (``portal.archives.materialise``). Git sources are
-checked against the intake policy (``portal.gitintake``) when added and again on the
-worker before the clone (``jobs.fetch_git_source``).
+(``teams.extract_source``) checks everything again and writes the tree, by
+construction unable to leave it (``teams.archives.materialise``). Git sources are
+checked against the intake policy (``teams.gitintake``) when added and again on the
+worker before the clone (``teams.fetch_git_source``).
 
 Whatever fails leaves nothing behind: staging lives in ``.upload-*``, ``.extract-*``
-and ``.clone*`` entries that a periodic task (``jobs.reap_source_staging``) removes
+and ``.clone*`` entries that a periodic task (``teams.reap_source_staging``) removes
 once no process can still own them, such as after a killed worker.
 """
 
@@ -30,9 +30,10 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from portal import archives, gitintake
-from portal.archives import Limits, SourceError
-from portal.models import AdoptionProject, SourceSnapshot, Team
+from config.celery import queue_task
+from teams import archives, gitintake
+from teams.archives import Limits, SourceError
+from teams.models import AdoptionProject, SourceSnapshot, Team
 
 __all__ = ["Limits", "SourceError", "add_git", "add_upload", "clone", "extract_upload"]
 
@@ -49,8 +50,8 @@ ARCHIVE_FORMATS = {
 }
 ARCHIVE_FILE = {"tar": "archive.tar", "zip": "archive.zip"}  # in the snapshot's folder
 STAGING_PREFIXES = (".upload-", ".extract-", ".clone")
-EXTRACT_TASK = "jobs.extract_source"
-CLONE_TASK = "jobs.fetch_git_source"
+EXTRACT_TASK = "teams.extract_source"  # teams/tasks.py
+CLONE_TASK = "teams.fetch_git_source"
 
 
 def sources_root() -> Path:
@@ -147,7 +148,7 @@ def add_upload(
             base = snapshot_dir(snapshot.pk)
             base.mkdir()
             incoming.rename(base / ARCHIVE_FILE[fmt])
-            transaction.on_commit(lambda: queue_task(EXTRACT_TASK, snapshot.pk))
+            _queue(EXTRACT_TASK, snapshot.pk)
     except BaseException:
         incoming.unlink(missing_ok=True)
         if base is not None:
@@ -215,7 +216,7 @@ def git_url_allowed(url: str, team_slug: str) -> str | None:
 
 
 def add_git(project: AdoptionProject, url: str, ref: str, user: Any) -> SourceSnapshot:
-    """Record a git source; a worker clones it (jobs.fetch_git_source) after commit."""
+    """Record a git source; a worker clones it (teams.fetch_git_source) after commit."""
     gitintake.check_url(url, project.team.slug)
     gitintake.check_ref(ref)
     _check_source_count(project.team_id)
@@ -227,7 +228,7 @@ def add_git(project: AdoptionProject, url: str, ref: str, user: Any) -> SourceSn
             ref=ref[:200],
             created_by=user,
         )
-        transaction.on_commit(lambda: queue_task(CLONE_TASK, snapshot.pk))
+        _queue(CLONE_TASK, snapshot.pk)
     return snapshot
 
 
@@ -303,16 +304,14 @@ def _count(root: Path, limits: Limits) -> tuple[int, int]:
 
 
 # --- tasks, failures, reaping -----------------------------------------------------
-def queue_task(name: str, snapshot_id: int) -> None:
-    """Queue a source task by name (no import of the task module: it imports us)."""
-    from config.celery import app
+def _queue(name: str, snapshot_id: int) -> None:
+    """Queue a source task after commit; if the broker is unreachable the snapshot fails."""
 
-    try:
-        app.send_task(name, args=[snapshot_id], queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-    except Exception as exc:  # the broker is down or misconfigured
-        logger.exception("could not queue %s for source %s", name, snapshot_id)
+    def unreachable(exc: Exception) -> None:
         shutil.rmtree(snapshot_dir(snapshot_id), ignore_errors=True)
         _fail(snapshot_id, f"could not reach the job queue: {exc}")
+
+    queue_task(name, snapshot_id, on_error=unreachable)
 
 
 def _fail(snapshot_id: int, message: str) -> None:

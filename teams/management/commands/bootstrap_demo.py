@@ -13,8 +13,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from portal.choices import Role
-from portal.models import AdoptionProject, Membership, Team
+from teams.choices import Role
+from teams.models import AdoptionProject, Membership, Team
 
 
 class Command(BaseCommand):

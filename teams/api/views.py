@@ -1,0 +1,82 @@
+"""REST endpoints of teams, their projects and the projects' code snapshots.
+
+Scoped to the caller's teams through teams.access; another team's objects answer 404.
+"""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from teams.access import can_write, projects_for, teams_for, writable_team_ids
+from teams.api.parsers import BoundedJSONParser
+from teams.api.serializers import (
+    ProjectCreateSerializer,
+    ProjectSerializer,
+    SourceCreateSerializer,
+    SourceSerializer,
+    TeamSerializer,
+)
+from teams.models import AdoptionProject, Team
+from teams.sources import SourceError, add_git, add_upload
+
+
+class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = ProjectSerializer
+
+    def get_queryset(self):
+        return projects_for(self.request.user)
+
+    @extend_schema(request=ProjectCreateSerializer, responses={201: ProjectSerializer})
+    def create(self, request: Request) -> Response:
+        form = ProjectCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        team = Team.objects.filter(
+            pk__in=writable_team_ids(request.user), slug=data.pop("team")
+        ).first()
+        if team is None:
+            raise ValidationError({"team": ["No team of that slug that you can write to."]})
+        if AdoptionProject.objects.filter(team=team, name=data["name"]).exists():
+            raise ValidationError({"name": ["This team already has a project of that name."]})
+        project = AdoptionProject.objects.create(team=team, **data)
+        location = reverse("api:project-detail", args=[project.pk])
+        return Response(ProjectSerializer(project).data, status=201, headers={"Location": location})
+
+    @extend_schema(request=SourceCreateSerializer, responses={201: SourceSerializer})
+    @action(
+        detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, BoundedJSONParser]
+    )
+    def sources(self, request: Request, pk: str | None = None) -> Response:
+        """The project's code snapshots; POST an archive (multipart) or a git URL."""
+        project = self.get_object()
+        if request.method == "GET":
+            page = self.paginate_queryset(project.sources.all())
+            return self.get_paginated_response(SourceSerializer(page, many=True).data)
+        if not can_write(request.user, project.team_id):
+            return Response({"detail": "Viewers cannot add sources."}, status=403)
+        form = SourceCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            if archive := data.get("archive"):
+                snapshot = add_upload(project, archive, archive.name, request.user, archive.size)
+            else:
+                snapshot = add_git(project, data["git_url"], data.get("ref", ""), request.user)
+        except SourceError as exc:
+            field = "archive" if data.get("archive") else "git_url"
+            raise ValidationError({field: [str(exc)]}) from exc
+        return Response(SourceSerializer(snapshot).data, status=201)
+
+
+class TeamViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = TeamSerializer
+
+    def get_queryset(self):
+        return teams_for(self.request.user)
