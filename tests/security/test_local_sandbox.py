@@ -34,6 +34,8 @@ pytestmark = pytest.mark.skipif(
     sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"
 )
 
+SLEEP = f"300.{os.getpid()}{time.monotonic_ns() % 10**6:06d}"
+
 HOSTILE = r"""
 import json, os, socket, subprocess, sys, time
 targets = json.loads(sys.argv[1])
@@ -57,7 +59,7 @@ try:
 except OSError as exc:
     seen["connect"] = f"refused: {exc.strerror}"
 child = subprocess.Popen(
-    ["sleep", "300"], start_new_session=True,
+    ["sleep", targets["sleep"]], start_new_session=True,
     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
 )
 seen["child"] = child.pid
@@ -150,6 +152,9 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
         "jobs": str(jobs),
         "port": listener.getsockname()[1],
         "out": str(spec.out_dir),
+        # A duration no other process on the machine sleeps for, so that the search for
+        # survivors finds this job's child and not another suite's.
+        "sleep": SLEEP,
     }
     python = settings.ROCPATH_STACK_PYTHON or sys.executable
     monkeypatch.setattr(
@@ -218,7 +223,7 @@ def _sleepers() -> list[int]:
                 cmdline = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if cmdline[:2] == [b"sleep", b"300"] and _host_pid(int(entry.name)):
+            if cmdline[:2] == [b"sleep", SLEEP.encode()] and _host_pid(int(entry.name)):
                 found.append(int(entry.name))
     return found
 
