@@ -52,11 +52,11 @@ def fingerprint(ctx: RunContext) -> tuple[dict[str, Any] | None, list[Artifact],
     artifacts under probe/.
     """
     from stack.events import Emitter
-    from stack.kinds import get_kind, probe
+    from stack.probe import probe_host
 
     sub = RunContext(out=ctx.out, emit=Emitter(io.StringIO()), work=ctx.work)
     try:
-        result = probe.run(get_kind("probe").defaults(), sub)
+        result = probe_host(sub)
     except Exception as exc:  # a benchmark without a fingerprint still counts
         return None, [], f"{type(exc).__name__}: {exc}"
     artifacts = [a if isinstance(a, Artifact) else Artifact(**a) for a in result.artifacts]
@@ -152,7 +152,8 @@ def setup_backend(
         bench = Bench(backend, device=device, sampler=sampler, torch=torch, np=np, **common)
         return bench, None, library_name(torch, device)
     if backend in blas_tools.TOOLS:
-        from stack.tools import INSTALL_HINTS, which
+        from stack.blas.schema import INSTALL_HINTS
+        from stack.tools import which
 
         dirs = blas_tools.search_dirs(backend)
         path = which(backend, dirs)

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stack.tools import _die_with_parent_preexec, rocm_bin_dir, run_tool, which
+from stack.tools import die_with_parent_preexec, rocm_bin_dir, run_tool, which
 
 NVIDIA_FIELDS = (
     "timestamp",
@@ -344,7 +344,7 @@ class NvidiaSmiSampler(Sampler):
                 stderr=subprocess.PIPE,
                 text=True,
                 bufsize=1,
-                preexec_fn=_die_with_parent_preexec(),
+                preexec_fn=die_with_parent_preexec(),
             )
         except OSError as exc:
             self.error = f"could not start nvidia-smi: {exc}"
