@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from jobs.choices import TERMINAL_STATUSES
-from jobs.executors.base import ExecutionHooks, ExecutorError, JobSpec
+from jobs.executors.base import ExecutionHooks, ExecutorError, JobSpec, log
 from jobs.executors.gpu import GpuRequest, GpuUnavailable, request_for, wants_gpus
 from jobs.models import GpuLease, Job
 
@@ -108,13 +108,7 @@ def hold_gpus(
     while True:
         chosen = try_lease(job, request, where)
         if chosen is not None:
-            hooks.on_event(
-                {
-                    "event": "log",
-                    "level": "info",
-                    "message": f"leased {request.vendor} GPU(s) {chosen} of {where}",
-                }
-            )
+            log(hooks, f"leased {request.vendor} GPU(s) {chosen} of {where}")
             leased = {**hardware, "gpu_vendor": request.vendor, "gpu_indices": chosen}
             left = max(1, spec.timeout_s - int(clock() - started))
             return dataclasses.replace(spec, hardware=leased, timeout_s=left)
@@ -126,13 +120,10 @@ def hold_gpus(
                     )
                 )
             )
-            hooks.on_event(
-                {
-                    "event": "log",
-                    "level": "info",
-                    "message": f"waiting for {request.count} {request.vendor} GPU(s) of {where}: "
-                    f"held by job(s) {', '.join(map(str, holders)) or '…'}",
-                }
+            log(
+                hooks,
+                f"waiting for {request.count} {request.vendor} GPU(s) of {where}: "
+                f"held by job(s) {', '.join(map(str, holders)) or '…'}",
             )
             said = True
         if hooks.should_cancel():

@@ -27,7 +27,14 @@ from stack.contract import (
 )
 from stack.events import Emitter
 from stack.kinds import Kind, UnknownKind, apply_defaults, get_kind, kinds_as_json
-from stack.runtime import RunContext, RunResult, build_result, utc_now_iso, write_result
+from stack.runtime import (
+    RunContext,
+    RunResult,
+    build_result,
+    cache_dir_from_environment,
+    utc_now_iso,
+    write_result,
+)
 
 USAGE = """\
 usage: python -m stack run KIND [--params FILE] --out DIR [--work DIR]
@@ -208,7 +215,7 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
     """
     params = apply_defaults(kind.params_schema, params)
     started_at = utc_now_iso()
-    ctx = RunContext(out=out, emit=emit, work=work)
+    ctx = RunContext(out=out, emit=emit, work=work, cache_dir=cache_dir_from_environment())
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (an in-process caller): no handler

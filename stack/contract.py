@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Literal, overload
 
 SCHEMA_VERSION = 1
 RESULT_FILENAME = "result.json"
@@ -340,14 +340,35 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def parse_event(line: str | bytes) -> dict[str, Any]:
-    """Parse and check one event line from a runner's stdout.
+def log_event(message: str, level: str = "info") -> dict[str, Any]:
+    """A log event as a dict: what Emitter.log writes, and what the worker adds itself."""
+    return {"event": EVENT_LOG, "level": level, "message": message}
 
-    The worker calls this for every line of a live stream, so it is plain
-    Python rather than jsonschema. A line that is not a valid event raises
-    ContractError; the worker should keep it as a raw log line rather than
-    drop it.
+
+@overload
+def parse_event(line: str | bytes, *, strict: Literal[True] = ...) -> dict[str, Any]: ...
+@overload
+def parse_event(line: str | bytes, *, strict: Literal[False]) -> dict[str, Any] | None: ...
+
+
+def parse_event(line: str | bytes, *, strict: bool = True) -> dict[str, Any] | None:
+    """Parse one event line from a runner's stdout: the one reader of the event vocabulary.
+
+    ``strict`` (tests, tools that check a runner): the line must be a valid
+    event, else ContractError. Not strict (the worker, on every line of a live
+    stream): a JSON object with a string ``event`` is handed on as it is (the
+    worker bounds each field as it stores it) and any other line is None, to be
+    kept as a raw log line rather than dropped. Plain Python, not jsonschema.
     """
+    if not strict:
+        text = (line.decode("utf-8", "replace") if isinstance(line, bytes) else line).strip()
+        if not (text.startswith("{") and text.endswith("}")):
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) and isinstance(value.get("event"), str) else None
     try:
         event = json.loads(line)
     except ValueError as exc:

@@ -12,7 +12,7 @@ import json
 import math
 from typing import IO
 
-from stack.contract import EVENT_LOG, EVENT_METRIC, EVENT_PROGRESS, LOG_LEVELS
+from stack.contract import EVENT_METRIC, EVENT_PROGRESS, LOG_LEVELS, log_event
 
 
 class Emitter:
@@ -55,7 +55,7 @@ class Emitter:
         """Add a line to the job's live log."""
         if level not in LOG_LEVELS:
             raise ValueError(f"level must be one of {LOG_LEVELS}, not {level!r}")
-        self.emit({"event": EVENT_LOG, "level": level, "message": str(message)})
+        self.emit(log_event(str(message), level))
 
     def metric(self, name: str, value: float, unit: str = "") -> None:
         """Report an intermediate number (the final ones go into measurements)."""

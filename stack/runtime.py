@@ -24,6 +24,18 @@ from stack.contract import (
 )
 from stack.events import Emitter
 
+# The source tree of a kind with takes_source, in WORK (the worker puts it there).
+SOURCE_DIR = "src"
+# A writable folder that outlives jobs, per project and kind; the worker sets it for
+# kinds with takes_source. Read here once (cache_dir_from_environment), never by a kind.
+CACHE_DIR_VARIABLE = "ROCPATH_CACHE_DIR"
+
+
+def cache_dir_from_environment() -> Path | None:
+    """The job's cache folder as the worker named it, or None when it gave none."""
+    value = os.environ.get(CACHE_DIR_VARIABLE)
+    return Path(value) if value else None
+
 
 def utc_now_iso(now: float | None = None) -> str:
     """ISO 8601 in UTC with microseconds and a Z, as result.json wants.
@@ -94,11 +106,25 @@ class RunResult:
 
 @dataclass
 class RunContext:
-    """Where a runner works: OUT (writable), work (inputs, read-only), the event emitter."""
+    """Where a runner works: OUT (writable), work (inputs, read-only), the event emitter.
+
+    ``cache_dir`` is a writable folder that outlives the job (a project's cache,
+    given to kinds with takes_source), or None: no parameter names one, so that
+    a team never reaches another's cache.
+    """
 
     out: Path
     emit: Emitter
     work: Path
+    cache_dir: Path | None = None
+
+    def source_root(self, subpath: str = "") -> Path:
+        """WORK/src, or a folder inside it; ValueError for a path that leaves it."""
+        base = (self.work / SOURCE_DIR).resolve()
+        root = (base / subpath).resolve() if subpath else base
+        if root != base and base not in root.parents:
+            raise ValueError(f"path {subpath!r} leaves the source tree")
+        return root
 
     def write_artifact(
         self,

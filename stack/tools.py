@@ -4,19 +4,24 @@ Two promises: a tool that is not installed raises ToolMissing with how to get
 it (never a bare FileNotFoundError), and a tool never outlives the runner that
 started it (the child gets PR_SET_PDEATHSIG=SIGKILL, so killing the runner
 kills its tools even if they ignore the process-group signal).
+
+subprocess is imported inside run_tool: kind modules import this one for its
+exceptions, and a job that never runs a tool (noop) should not pay for it.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 # Where each tool comes from, for ToolMissing messages. Debian package names
 # are from Debian's archive (bookworm and trixie); ROCm paths from AMD's images.
+# These are the host's GPU tools, which several libraries drive (the probe, the
+# benchmarks' telemetry); a tool that one kind brings is declared by that kind
+# (Kind.install_hints) and registered here with the kind.
 INSTALL_HINTS: dict[str, str] = {
     "rocminfo": "Debian package 'rocminfo'; /opt/rocm/bin/rocminfo in the ROCm images",
     "rocm-smi": "Debian package 'rocm-smi'; /opt/rocm/bin/rocm-smi in the ROCm images",
@@ -29,17 +34,19 @@ INSTALL_HINTS: dict[str, str] = {
         "the NVIDIA Container Toolkit mounts it when the job is given GPUs"
     ),
     "nvcc": "a CUDA toolkit (Debian non-free 'nvidia-cuda-toolkit', or an nvidia/cuda devel image)",
-    "hipcc": "Debian trixie package 'hipcc'; /opt/rocm/bin/hipcc in the ROCm images",
-    "hipify-perl": "Debian trixie package 'hipify-perl'; /opt/rocm/bin/hipify-perl in ROCm images",
-    "rocblas-bench": (
-        "Debian trixie package 'librocblas0-bench' "
-        "(/usr/libexec/rocm/librocblas0-bench/rocblas-bench, not on PATH)"
-    ),
-    "hipblaslt-bench": (
-        "hipBLASLt's benchmark client: /opt/rocm/bin/hipblaslt-bench in the ROCm images"
-    ),
     "torch": "pip wheels of PyTorch for ROCm or CUDA, or the rocm/pytorch image",
 }
+
+
+def register_install_hints(hints: Mapping[str, str]) -> None:
+    """Add where-to-get-it lines for more tools (the kinds registry calls it per kind).
+
+    A hint already known for a tool is kept: two kinds that drive one tool
+    should not race over what its ToolMissing says.
+    """
+    for tool, hint in hints.items():
+        INSTALL_HINTS.setdefault(tool, hint)
+
 
 PR_SET_PDEATHSIG = 1
 
@@ -155,8 +162,11 @@ def make_die_with_parent() -> Callable[[], None] | None:
     return die_with_parent
 
 
-def _die_with_parent_preexec() -> Callable[[], None] | None:
-    """A preexec_fn that asks Linux to SIGKILL the child when the runner dies.
+def die_with_parent_preexec() -> Callable[[], None] | None:
+    """A preexec_fn (or pool initializer) that asks Linux to SIGKILL the child when we die.
+
+    The one way runners tie a tool's life to their own: run_tool uses it, and so
+    does every library that starts a process itself (Popen, a process pool).
 
     There is a race (the runner dying between fork and prctl), closed by
     checking that the parent is still the one that forked. Run tools from a
@@ -195,7 +205,9 @@ def run_tool(
     path = which(argv[0], extra_dirs)
     if path is None:
         raise ToolMissing(tool)
-    preexec = _die_with_parent_preexec() if os.name == "posix" else None
+    import subprocess  # lazy: see the module's docstring
+
+    preexec = die_with_parent_preexec() if os.name == "posix" else None
     started = time.monotonic()
     proc = subprocess.Popen(
         [path, *argv[1:]],

@@ -8,11 +8,12 @@ cancel, beat). The steps are fixed; engines override the ones they need.
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from stack import contract
 
 
 class ExecutorError(Exception):
@@ -132,16 +133,9 @@ class LineSplitter:
         return [self._line()] if self.pieces else []
 
 
-def parse_stdout_line(line: str) -> dict | None:
-    """A JSON event object from the runner, or None for any other line."""
-    text = line.strip()
-    if not (text.startswith("{") and text.endswith("}")):
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) and isinstance(value.get("event"), str) else None
+def log(hooks: ExecutionHooks, message: str, level: str = "info") -> None:
+    """Add a line of the worker's own to the job's live log, as a runner's log event."""
+    hooks.on_event(contract.log_event(message, level))
 
 
 class Executor(ABC):

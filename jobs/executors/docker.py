@@ -30,7 +30,7 @@ from jobs.executors.base import (
     JobSpec,
     LineSplitter,
     Outcome,
-    parse_stdout_line,
+    log,
 )
 from jobs.executors.gpu import (
     NO_GPU,
@@ -41,6 +41,7 @@ from jobs.executors.gpu import (
     worker_inventory,
 )
 from jobs.outputs import Refused, disk_usage
+from stack import contract
 
 logger = logging.getLogger(__name__)
 
@@ -232,13 +233,10 @@ class DockerExecutor(Executor):
         digest = self.digest_of(container.attrs.get("Image", ""))
         try:
             container.start()
-            hooks.on_event(
-                {
-                    "event": "log",
-                    "level": "info",
-                    "message": f"container {container.short_id} started from {spec.image} "
-                    f"({digest[:19]}), GPU profile {gpu.name}",
-                }
+            log(
+                hooks,
+                f"container {container.short_id} started from {spec.image} "
+                f"({digest[:19]}), GPU profile {gpu.name}",
             )
             outcome = self._follow(container, spec, hooks)
         except docker.errors.APIError as exc:
@@ -272,7 +270,7 @@ class DockerExecutor(Executor):
                 break
             if item:
                 stream, line = item
-                event = parse_stdout_line(line) if stream == "stdout" else None
+                event = contract.parse_event(line, strict=False) if stream == "stdout" else None
                 if event is not None:
                     hooks.on_event(event)
                 elif line:

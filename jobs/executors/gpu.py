@@ -177,7 +177,7 @@ def worker_inventory() -> dict:
     """What GPUs this worker host has, probed once per process (stack's probe, in-process)."""
     global _inventory  # one inventory per worker process, by design
     if _inventory is None:
-        from stack.kinds.probe import inventory
+        from stack.probe import inventory
 
         _inventory = inventory()
     return _inventory

@@ -44,7 +44,7 @@ from jobs.executors.base import (
     ExecutorError,
     JobSpec,
     Outcome,
-    parse_stdout_line,
+    log,
 )
 from jobs.executors.sandbox import (
     SANDBOX_TMP,
@@ -58,6 +58,7 @@ from jobs.executors.sandbox import (
     sandbox_request,
     tools,
 )
+from stack import contract
 from stack.kinds import KINDS
 from stack.tools import make_die_with_parent
 
@@ -249,13 +250,7 @@ class LocalExecutor(Executor):
     def _follow(self, proc: Runner, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
         outcome = Outcome(pid=proc.pid)
         pgid = proc.pid  # the runner leads its own session and process group
-        hooks.on_event(
-            {
-                "event": "log",
-                "level": "info",
-                "message": f"runner started: process group {pgid} ({proc.mode})",
-            }
-        )
+        log(hooks, f"runner started: process group {pgid} ({proc.mode})")
         tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         limit = settings.ROCPATH_EVENT_LINE_MAX_BYTES
         readers = {"stdout": LineReader(limit), "stderr": LineReader(limit)}
@@ -273,7 +268,7 @@ class LocalExecutor(Executor):
             if dropped:
                 line += f" [rocpath: line cut at {limit} bytes, {dropped} more dropped]"
             elif stream == "stdout":
-                event = parse_stdout_line(line)
+                event = contract.parse_event(line, strict=False)
                 if event is not None:
                     hooks.on_event(event)
                     return

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stack.blas import check, telemetry
+from stack.blas import check, samples, telemetry
 from stack.blas.devices import Device, TorchTimer, free_memory_bytes
 from stack.blas.results import ERROR, FAILED_CHECK, SKIPPED, CaseResult
 from stack.blas.stats import BlockTimer, LoopSettings, Timing, adaptive_loop
@@ -183,7 +183,7 @@ class Bench:
         if result.timing is None or self.sampler.source == "none":
             return
         window = self.sampler.window(result.timing.wall_start, result.timing.wall_end)
-        result.telemetry = telemetry.summarize_window(window)
+        result.telemetry = samples.summarize_window(window)
 
     def remember_rate(self, family: str, precision: str, result: CaseResult) -> None:
         """Keep the fastest rate seen for predictions."""

@@ -1,7 +1,8 @@
 """The params schema of the blas-bench kind (JSON Schema, every field defaulted).
 
-Kept beside the code that reads it; stack.kinds imports it to register the
-kind. A plain dict: importing this module costs nothing.
+Kept beside the code that reads it; stack/kinds/blas_bench.py imports it to
+register the kind, with the install hints of the benchmark clients it drives.
+Plain data: importing this module costs nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +14,17 @@ from stack.blas.precisions import PRECISION_NAMES
 FAMILIES = ("gemm", "bandwidth", "fft", "solver")
 BACKENDS = ("torch", "numpy", "rocblas-bench", "hipblaslt-bench")
 TRANSPOSES = ("NN", "NT", "TN", "TT")
+
+# Where the library benchmark clients come from, for "not found" reasons (Kind.install_hints).
+INSTALL_HINTS: dict[str, str] = {
+    "rocblas-bench": (
+        "Debian trixie package 'librocblas0-bench' "
+        "(/usr/libexec/rocm/librocblas0-bench/rocblas-bench, not on PATH)"
+    ),
+    "hipblaslt-bench": (
+        "hipBLASLt's benchmark client: /opt/rocm/bin/hipblaslt-bench in the ROCm images"
+    ),
+}
 
 
 def _int_list(default: list[int], minimum: int, maximum: int, description: str) -> dict[str, Any]:

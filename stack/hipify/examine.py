@@ -268,7 +268,7 @@ def run_script(argv: Sequence[str], cwd: str | os.PathLike[str], timeout: float)
     tool's output must be read as Latin-1 (it reads and writes bytes). Killed at
     ``timeout`` (ToolTimeout) or when the caller is interrupted; dies with its parent.
     """
-    from stack.tools import _die_with_parent_preexec
+    from stack.tools import die_with_parent_preexec
 
     env = {**os.environ, **PERL_DETERMINISTIC_ENV}
     proc = subprocess.Popen(
@@ -278,7 +278,7 @@ def run_script(argv: Sequence[str], cwd: str | os.PathLike[str], timeout: float)
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,
-        preexec_fn=_die_with_parent_preexec(),
+        preexec_fn=die_with_parent_preexec(),
     )
     try:
         _, err = proc.communicate(timeout=timeout)

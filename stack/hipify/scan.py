@@ -195,7 +195,7 @@ def examine_fast(
 
     from stack.hipify.examine import balanced_groups
     from stack.hipify.fast import index_for
-    from stack.tools import _die_with_parent_preexec
+    from stack.tools import die_with_parent_preexec
 
     index_for(tables)  # build the lookup structures once, before the fork, for every worker
     # a file costs its bytes plus about 2 KiB's worth of fixed work
@@ -205,7 +205,7 @@ def examine_fast(
     sizes = {rel: size for rel, _, size in items}
     context = multiprocessing.get_context("fork")
     with context.Pool(
-        jobs, initializer=_worker_init, initargs=(_die_with_parent_preexec(),)
+        jobs, initializer=_worker_init, initargs=(die_with_parent_preexec(),)
     ) as pool:
         for chunk, chunk_result in zip(chunks, pool.imap(_examine_chunk, chunks), strict=True):
             results.update(chunk_result)

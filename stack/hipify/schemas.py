@@ -1,4 +1,4 @@
-"""Parameter schemas of the hipify-scan, hipify-convert and compile-check kinds.
+"""Parameter schemas of the hipify-scan, hipify-convert and compile-check kinds, and their tools.
 
 Kept apart from the runners so that the kind registry (imported by the web
 side to list and validate) never imports the runners' code.
@@ -7,6 +7,10 @@ side to list and validate) never imports the runners' code.
 from __future__ import annotations
 
 from typing import Any
+
+# Where the tools of these kinds come from, for ToolMissing messages (Kind.install_hints).
+HIPIFY_PERL_HINT = "Debian trixie package 'hipify-perl'; /opt/rocm/bin/hipify-perl in ROCm images"
+HIPCC_HINT = "Debian trixie package 'hipcc'; /opt/rocm/bin/hipcc in the ROCm images"
 
 _GLOBS = {
     "type": "array",

@@ -43,6 +43,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from stack.hipify.schemas import HIPIFY_PERL_HINT
 from stack.tools import ToolMissing, which
 
 # Bump when the extraction or the Tables shape changes: it is part of every cache key.
@@ -215,7 +216,7 @@ def find_hipify_perl(path: str | None = None) -> str:
     """
     found = which(path or "hipify-perl")
     if found is None:
-        raise ToolMissing("hipify-perl")
+        raise ToolMissing("hipify-perl", HIPIFY_PERL_HINT)
     return os.path.realpath(found)
 
 
@@ -523,7 +524,7 @@ def extract_tables(script: str, *, perl: str | None = None, sha256: str | None =
 
     program = _perl_string_program(source, subs, check_subs)
     perl = perl or _perl_for(script)
-    from stack.tools import _die_with_parent_preexec
+    from stack.tools import die_with_parent_preexec
 
     env = {**os.environ, **PERL_DETERMINISTIC_ENV}
     proc = subprocess.run(
@@ -533,7 +534,7 @@ def extract_tables(script: str, *, perl: str | None = None, sha256: str | None =
         env=env,
         timeout=120,
         check=False,
-        preexec_fn=_die_with_parent_preexec(),
+        preexec_fn=die_with_parent_preexec(),
     )
     if proc.returncode != 0:
         raise TablesError(

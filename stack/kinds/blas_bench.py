@@ -10,7 +10,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from stack.blas.schema import INSTALL_HINTS as BLAS_TOOL_HINTS
+from stack.blas.schema import PARAMS_SCHEMA as BLAS_BENCH_PARAMS
+from stack.kinds.base import Kind
 from stack.runtime import RunContext, RunResult
+
+KIND = Kind(
+    name="blas-bench",
+    title="Math-library benchmarks",
+    description=(
+        "GEMM in every precision (FP64 to INT8) over square sweeps, user shapes and batched "
+        "problems, plus memory bandwidth, FFT and dense solvers, through PyTorch (cuBLAS / "
+        "rocBLAS / hipBLASLt), numpy, rocblas-bench or hipblaslt-bench. Each case is warmed "
+        "up, sampled until stable, checked against a float64 reference and reported with "
+        "its % of the vendor peak, the GPU clocks, power and temperature seen while it ran, "
+        "and the BF16/INT8/FP8 ratios people quote next to the measured ones."
+    ),
+    params_schema=BLAS_BENCH_PARAMS,
+    default_timeout_s=3600,
+    runner="stack.kinds.blas_bench:run",
+    needs_gpu=True,
+    phases=(1, 3),
+    install_hints=BLAS_TOOL_HINTS,
+)
 
 
 def run(params: dict[str, Any], ctx: RunContext) -> RunResult:

@@ -20,8 +20,27 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stack.hipify.schemas import COMPILE_CHECK_PARAMS, HIPCC_HINT, HIPIFY_PERL_HINT
+from stack.kinds.base import Kind
 from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing, ToolTimeout, run_tool, which
+
+KIND = Kind(
+    name="compile-check",
+    title="HIP compile check",
+    description=(
+        "Compiles each source of the hipified tree with hipcc --offload-arch for every "
+        "target architecture (no GPU needed); compiler diagnostics parsed into file, line, "
+        "column, severity and message; pass/fail per file and per target."
+    ),
+    params_schema=COMPILE_CHECK_PARAMS,
+    default_timeout_s=7200,
+    runner="stack.kinds.compile_check:run",
+    takes_source=True,
+    phases=(2,),
+    install_hints={"hipify-perl": HIPIFY_PERL_HINT, "hipcc": HIPCC_HINT},
+)
+
 
 SOURCE_EXTENSIONS = (".hip", ".cu", ".cpp", ".cc", ".cxx", ".c")
 # hipcc treats these as HIP only when told: CUDA sources keep their names after hipify.
@@ -73,7 +92,6 @@ def compile_env(home: str) -> dict[str, str]:
 def _prepare_tree(params: dict[str, Any], ctx: RunContext, tmp: Path) -> tuple[Path, str]:
     from stack.hipify.convert import copy_tree, extract_tar_safely, hipify_tree
     from stack.hipify.scan import collect_files
-    from stack.kinds.hipify_scan import source_root
 
     tarball = ctx.work / "hipified.tar.gz"
     if tarball.is_file():
@@ -81,7 +99,7 @@ def _prepare_tree(params: dict[str, Any], ctx: RunContext, tmp: Path) -> tuple[P
         tree = extract_tar_safely(tarball, tmp / "unpacked")
         sub = params.get("path", "")
         return (tree / sub if sub else tree), "hipified.tar.gz"
-    root = source_root(ctx, params.get("path", ""))
+    root = ctx.source_root(params.get("path", ""))
     if not root.is_dir():
         raise FileNotFoundError(f"no input: neither {tarball} nor the folder {root}")
     if not params.get("hipify", True):

@@ -7,16 +7,32 @@ starts porting from.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from stack.hipify.schemas import HIPIFY_CONVERT_PARAMS, HIPIFY_PERL_HINT
+from stack.kinds.base import Kind
 from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing
 
+KIND = Kind(
+    name="hipify-convert",
+    title="HIPIFY conversion",
+    description=(
+        "Translates the CUDA files of the source tree to HIP with hipify-perl; the "
+        "hipified tree as hipified.tar.gz and the changes as a unified diff."
+    ),
+    params_schema=HIPIFY_CONVERT_PARAMS,
+    default_timeout_s=3600,
+    runner="stack.kinds.hipify_convert:run",
+    takes_source=True,
+    phases=(2,),
+    install_hints={"hipify-perl": HIPIFY_PERL_HINT},
+)
 
-def _describe_tool() -> dict[str, Any]:
+
+def _describe_tool(cache_dir: Path | None) -> dict[str, Any]:
     """The summary's "tool": the tables' description, else the script's path and sha256.
 
     The translation itself needs no tables, so a script whose tables this reader
@@ -26,7 +42,7 @@ def _describe_tool() -> dict[str, Any]:
     from stack.hipify.tables import TablesError, file_sha256, find_hipify_perl, load_tables
 
     try:
-        return load_tables(cache_dir=os.environ.get("ROCPATH_CACHE_DIR") or None).describe()
+        return load_tables(cache_dir=str(cache_dir) if cache_dir else None).describe()
     except TablesError:
         script = find_hipify_perl()
         return {"script": script, "sha256": file_sha256(script)}
@@ -36,10 +52,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     """Translate WORK/src; artifacts hipified.tar.gz and hipify.diff."""
     from stack.hipify.convert import diff_stats, hipify_tree, tar_tree, unified_diff
     from stack.hipify.scan import collect_files
-    from stack.kinds.hipify_scan import source_root
 
     try:
-        root = source_root(ctx, params.get("path", ""))
+        root = ctx.source_root(params.get("path", ""))
     except ValueError as exc:
         return RunResult(status="errored", error=str(exc))
     if not root.is_dir():
@@ -47,7 +62,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     files = collect_files(root, params.get("include", []), params.get("exclude", []))
     ctx.emit.progress(5, f"translating {len(files)} files with hipify-perl")
     try:
-        tool = _describe_tool()
+        tool = _describe_tool(ctx.cache_dir)
         with tempfile.TemporaryDirectory(prefix="rocpath-hipify-") as tmp:
             dest = Path(tmp) / "tree"
             conversion = hipify_tree(root, dest, files, jobs=params.get("jobs") or None)

@@ -10,27 +10,36 @@ scans.
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 from typing import Any
 
-from stack.runtime import Measurement, RunContext, RunResult
+from stack.hipify.schemas import HIPIFY_PERL_HINT, HIPIFY_SCAN_PARAMS
+from stack.kinds.base import Kind
+from stack.runtime import SOURCE_DIR, Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing
 
-SOURCE_DIR = "src"
+KIND = Kind(
+    name="hipify-scan",
+    title="HIPIFY porting assessment",
+    description=(
+        "Examines every CUDA-relevant file of the source tree with hipify-perl's tables: "
+        "references it converts (by name and API family), identifiers HIP lacks, deprecated "
+        "and removed ones, each marked as in code, a comment, a string or a longer "
+        "identifier; totals, a porting-effort estimate with its inputs, findings per file "
+        "and a Markdown report. Unchanged files come from the cache."
+    ),
+    params_schema=HIPIFY_SCAN_PARAMS,
+    default_timeout_s=3600,
+    runner="stack.kinds.hipify_scan:run",
+    takes_source=True,
+    phases=(1, 2),
+    install_hints={"hipify-perl": HIPIFY_PERL_HINT},
+)
+
+
 # hipify/files.json: findings.json's per-file counts without refs and warnings, a
 # few percent of its size, so the portal's file table need not parse every warning.
 FILES_SCHEMA = "rocpath.hipify-files/1"
-
-
-def source_root(ctx: RunContext, subpath: str = "") -> Path:
-    """WORK/src, or a folder inside it; ValueError for a path that leaves it."""
-    base = (ctx.work / SOURCE_DIR).resolve()
-    root = (base / subpath).resolve() if subpath else base
-    if root != base and base not in root.parents:
-        raise ValueError(f"path {subpath!r} leaves the source tree")
-    return root
 
 
 _TOTAL_UNITS = (
@@ -80,11 +89,11 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
     from stack.hipify.scan import scan_tree
 
     started = time.monotonic()
-    # The orchestrator gives each project a cache that outlives jobs (ROCPATH_CACHE_DIR);
+    # The orchestrator gives each project a cache that outlives jobs (ctx.cache_dir);
     # no parameter names one: a team must not reach another's findings.
-    cache_dir = os.environ.get("ROCPATH_CACHE_DIR") or None
+    cache_dir = str(ctx.cache_dir) if ctx.cache_dir else None
     try:
-        root = source_root(ctx, params.get("path", ""))
+        root = ctx.source_root(params.get("path", ""))
     except ValueError as exc:
         return RunResult(status="errored", error=str(exc))
     if not root.is_dir():

@@ -11,8 +11,61 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stack.contract import ERRORED, FAILED
+from stack.contract import ERRORED, FAILED, STATUSES, SUCCEEDED
+from stack.kinds.base import Kind
 from stack.runtime import Measurement, RunContext, RunResult
+
+KIND = Kind(
+    name="noop",
+    title="No-op",
+    description=(
+        "Sleeps, reports progress, optionally writes an artifact and ends with the "
+        "status asked for. Exists to test and benchmark the orchestrator itself."
+    ),
+    params_schema={
+        "type": "object",
+        "properties": {
+            "seconds": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 86400,
+                "default": 0,
+                "description": "How long to sleep in total.",
+            },
+            "steps": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 1000,
+                "default": 1,
+                "description": "How many progress events, spread evenly over the sleep.",
+            },
+            "exit_status": {
+                "type": "string",
+                "enum": list(STATUSES),
+                "default": SUCCEEDED,
+                "description": "The status to end with.",
+            },
+            "write_bytes": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4 * 1024**3,
+                "default": 0,
+                "description": "Size of the artifact noop.bin to write (0: none).",
+            },
+            "log_lines": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 1_000_000,
+                "default": 0,
+                "description": "How many log events to emit.",
+            },
+        },
+        "additionalProperties": False,
+    },
+    default_timeout_s=600,
+    runner="stack.kinds.noop:run",
+)
+
 
 SLEEP_SLICE_S = 0.05
 _CHUNK = 1024 * 1024

@@ -14,7 +14,46 @@ import time
 from typing import Any
 
 from stack.contract import FAILED, SUCCEEDED
+from stack.kinds.base import Kind
 from stack.runtime import RunContext, RunResult
+
+KIND = Kind(
+    name="sandbox-check",
+    title="Sandbox check",
+    description=(
+        "Tries one thing a job must not be able to do (write outside its out folder, "
+        "open a network connection, fork without bound, allocate more memory than "
+        "allowed) and reports whether the system let it: failed = refused."
+    ),
+    params_schema={
+        "type": "object",
+        "properties": {
+            "action": {
+                "type": "string",
+                "enum": ["write-outside", "network", "fork-bomb", "allocate-memory"],
+                "default": "write-outside",
+            },
+            "max_processes": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 100_000,
+                "default": 5000,
+                "description": "fork-bomb: stop after this many processes.",
+            },
+            "megabytes": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 1_048_576,
+                "default": 4096,
+                "description": "allocate-memory: how much to allocate and touch.",
+            },
+        },
+        "additionalProperties": False,
+    },
+    default_timeout_s=120,
+    runner="stack.kinds.sandbox_check:run",
+)
+
 
 # Places outside the out folder a job might try to write to.
 OUTSIDE_PATHS = (

@@ -1,4 +1,4 @@
-"""amd-smi: ``static --json``, ``list --json`` and ``version``.
+"""amd-smi: ``static --json``, ``list --json``, ``version`` and ``metric --json``.
 
 The JSON's shape moved between releases: ROCm 6.x prints a bare list of
 per-GPU objects, ROCm 7 wraps it as ``{"gpu_data": [...]}``; ``vram.size`` is
@@ -120,3 +120,87 @@ def parse_version(text: str) -> dict[str, str | None]:
         if name and found[name] is None:
             found[name] = clean(value)
     return found
+
+
+# --------------------------------------------------------------------------
+# metric --json: what the benchmarks' telemetry polls
+# --------------------------------------------------------------------------
+
+
+def _walk(node: Any, path: tuple[str, ...] = ()) -> Any:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _walk(value, (*path, str(key).lower()))
+    elif isinstance(node, list):
+        for item in node:
+            yield from _walk(item, path)
+    else:
+        yield path, node
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = re.search(r"[-+]?\d+(?:\.\d+)?", value)
+        return float(match.group(0)) if match else None
+    return None
+
+
+def _first(pairs: list[tuple[tuple[str, ...], Any]], *patterns: str) -> float | None:
+    for pattern in patterns:
+        regex = re.compile(pattern)
+        for path, value in pairs:
+            joined = "/".join(path)
+            if regex.search(joined):
+                number = _number(value)
+                if number is not None:
+                    return number
+    return None
+
+
+def parse_metric(text: str) -> dict[str, Any] | None:
+    """The first GPU's clocks, power and temperature from ``amd-smi metric --json``.
+
+    rocm-smi's ``--json`` is read by the same walk (the samplers fall back to
+    it when amd-smi is absent), so its keys are here too. amd-smi:
+    ``power.socket_power`` (or ``average_socket_power``) as a number or
+    ``{"value", "unit"}``, ``clock.gfx_0.clk``, ``temperature.hotspot`` /
+    ``edge``, ``power.throttle_status``. rocm-smi: ``card0`` keys such as
+    ``Average Graphics Package Power (W)``, ``sclk clock speed:`` "(2100Mhz)",
+    ``Temperature (Sensor junction) (C)``. The JSON's nesting changed across
+    ROCm releases, hence a walk for the keys each version uses rather than
+    fixed paths. None when no clock, power or temperature is in the text.
+    """
+    try:
+        data = extract_json(text)
+    except ParseError:
+        return None
+    if isinstance(data, dict) and "gpu_data" in data:
+        data = data["gpu_data"]
+    if isinstance(data, list):
+        data = data[0] if data else {}
+    if isinstance(data, dict) and len(data) == 1 and next(iter(data)).lower().startswith("card"):
+        data = next(iter(data.values()))
+    pairs = [(path, value) for path, value in _walk(data) if not path or path[-1] != "unit"]
+    readings = {
+        "sm_clock_mhz": _first(pairs, r"gfx_?0?/clk$", r"^clock/gfx", r"sclk", r"gfxclk"),
+        "mem_clock_mhz": _first(pairs, r"mem_?0?/clk$", r"^clock/mem", r"mclk", r"uclk"),
+        "power_w": _first(
+            pairs,
+            r"(^|/)socket_power(/value)?$",
+            r"average_socket_power",
+            r"package power",
+            r"power",
+        ),
+        "temperature_c": _first(pairs, r"hotspot", r"junction", r"edge", r"temperature"),
+    }
+    if all(readings[key] is None for key in ("sm_clock_mhz", "power_w", "temperature_c")):
+        return None
+    status = [v for path, v in pairs if path and "throttle_status" in path[-1]]
+    readings["throttled"] = bool(
+        status and isinstance(status[0], str) and status[0].strip().upper() == "THROTTLED"
+    )
+    return readings

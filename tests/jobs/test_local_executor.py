@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobs.executors import ExecutorError, get_executor
-from jobs.executors.base import JobSpec, parse_stdout_line
+from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
 
 
@@ -166,13 +166,6 @@ def test_the_job_does_not_inherit_the_workers_secrets(tmp_path, monkeypatch):
     env = LocalExecutor().environment(_spec(tmp_path, "noop", {}))
     assert "DATABASE_URL" not in env and "SECRET_KEY" not in env
     assert env["HOME"] == str(tmp_path)
-
-
-def test_only_json_objects_with_an_event_name_are_events():
-    assert parse_stdout_line('{"event": "log", "message": "x"}') == {"event": "log", "message": "x"}
-    assert parse_stdout_line('{"message": "x"}') is None
-    assert parse_stdout_line("plain text") is None
-    assert parse_stdout_line("{broken") is None
 
 
 def test_executors_are_found_by_name_and_unknown_names_refused():

@@ -108,3 +108,19 @@ def test_amd_smi_version_json_form_is_read_too():
 def test_amd_smi_output_without_gpu_objects_raises_parse_error_or_is_empty(text):
     with contextlib.suppress(ParseError):
         assert amdsmi.parse_static(text) == []
+
+
+def test_amd_smi_metric_gives_the_first_gpu_s_clocks_power_temperature_and_throttling():
+    text = (
+        '[{"gpu": 0, "power": {"socket_power": {"value": 712, "unit": "W"}, '
+        '"throttle_status": "THROTTLED"}, "clock": {"gfx_0": {"clk": {"value": 1893}}, '
+        '"mem_0": {"clk": {"value": 1300}}}, "temperature": {"hotspot": {"value": 78}}}]'
+    )
+    assert amdsmi.parse_metric(text) == {
+        "sm_clock_mhz": 1893.0,
+        "mem_clock_mhz": 1300.0,
+        "power_w": 712.0,
+        "temperature_c": 78.0,
+        "throttled": True,
+    }
+    assert amdsmi.parse_metric("ERROR: no GPU") is None

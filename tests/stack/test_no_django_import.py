@@ -33,7 +33,8 @@ def all_stack_modules() -> list[str]:
 
 def test_every_stack_module_imports_without_django():
     modules = all_stack_modules()
-    assert "stack.kinds.probe" in modules and "stack.parsers.rocminfo" in modules
+    assert "stack.kinds.probe" in modules and "stack.probe.gpu_tools" in modules
+    assert "stack.parsers.rocminfo" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"

@@ -8,8 +8,7 @@ from stack_helpers import fixture_text, make_tool, tool_printing
 
 from stack.contract import validate_environment
 from stack.kinds import get_kind, validate_params
-from stack.kinds import probe as probe_kind
-from stack.parsers import amdsmi, nvidiasmi, rocminfo, rocmsmi
+from stack.parsers import nvidiasmi
 from stack.runtime import RunContext
 from stack.tools import which
 
@@ -235,43 +234,3 @@ def test_torch_false_leaves_torch_unasked(bin_dir, ctx, tmp_path, monkeypatch):
     status = run_probe(ctx, torch=False).environment["tools"]["torch"]
     assert status["present"] is True
     assert "not asked" in status["error"]
-
-
-def test_merge_prefers_amd_smi_and_fills_gaps_from_rocminfo():
-    reports = {
-        "amd-smi": probe_kind.ToolReport("amd-smi", present=True),
-        "rocminfo": probe_kind.ToolReport("rocminfo", present=True),
-    }
-    reports["amd-smi"].gpus = amdsmi.parse_static(
-        fixture_text("amd-smi-static-mi300x-bare-list.json")
-    )
-    reports["rocminfo"].gpus = rocminfo.parse_gpus(fixture_text("rocminfo-mi300x-8gpu.txt"))
-    merged = probe_kind.merge_gpus(reports)
-    assert len(merged) == 8
-    assert merged[0]["source"] == "amd-smi"
-    assert merged[0]["uuid"] == "GPU-8e1a3c5d7f902b46"
-    assert reports["amd-smi"].gpus[0]["uuid"] is None  # the tool's own record is untouched
-
-
-def test_merge_does_not_mix_sources_that_disagree_on_the_gpus():
-    reports = {
-        "rocm-smi": probe_kind.ToolReport("rocm-smi", present=True),
-        "rocminfo": probe_kind.ToolReport("rocminfo", present=True),
-    }
-    reports["rocm-smi"].gpus = rocmsmi.parse_json(fixture_text("rocm-smi-mi210-rocm5.json"))["gpus"]
-    reports["rocminfo"].gpus = rocminfo.parse_gpus(fixture_text("rocminfo-mi300x-8gpu.txt"))
-    merged = probe_kind.merge_gpus(reports)
-    assert len(merged) == 1
-    assert merged[0]["compute_units"] is None
-
-
-def test_describe_gpus_counts_identical_models():
-    gpus = [
-        {"model": "AMD Instinct MI300X", "arch": "gfx942"},
-        {"model": "AMD Instinct MI300X", "arch": "gfx942"},
-        {"model": "Radeon PRO W7900", "arch": None},
-    ]
-    assert probe_kind.describe_gpus(gpus) == [
-        "2x AMD Instinct MI300X (gfx942)",
-        "1x Radeon PRO W7900",
-    ]

@@ -1,6 +1,7 @@
 """result.json's schema and checks, exit codes, and event lines."""
 
 import copy
+import json
 import re
 
 import pytest
@@ -16,6 +17,7 @@ from stack.contract import (
     ContractError,
     artifact_path_problem,
     exit_code_for,
+    log_event,
     parse_event,
     status_for_exit_code,
     validate_environment,
@@ -250,3 +252,22 @@ def test_parse_event_accepts_the_three_kinds(line):
 def test_parse_event_rejects_lines_that_are_not_events(line):
     with pytest.raises(ContractError):
         parse_event(line)
+
+
+def test_not_strict_only_json_objects_with_an_event_name_are_events():
+    assert parse_event('{"event": "log", "message": "x"}', strict=False) == {
+        "event": "log",
+        "message": "x",
+    }
+    assert parse_event('{"message": "x"}', strict=False) is None
+    assert parse_event("plain text", strict=False) is None
+    assert parse_event("{broken", strict=False) is None
+    assert parse_event(b' {"event": "progress", "pct": 5}\n', strict=False)["pct"] == 5
+
+
+def test_a_log_event_built_by_the_helper_is_a_valid_event():
+    assert parse_event(json.dumps(log_event("leased GPU 0", "warning"))) == {
+        "event": "log",
+        "level": "warning",
+        "message": "leased GPU 0",
+    }

@@ -104,11 +104,13 @@ RUNNER = textwrap.dedent(
             return RunResult(measurements=[Measurement("b", "m", "s", float("nan"))])
         if mode == "wrong-type":
             return {"status": "succeeded"}
+        if mode == "cache":
+            return RunResult(summary={"cache_dir": str(ctx.cache_dir)})
     """
 )
 
 
-def run_misbehaving(tmp_path, mode):
+def run_misbehaving(tmp_path, mode, **env):
     (tmp_path / "misbehaving_runner.py").write_text(RUNNER)
     out = tmp_path / "out"
     params = write_params(tmp_path, {"mode": mode})
@@ -126,7 +128,7 @@ def run_misbehaving(tmp_path, mode):
             str(out),
         ],
         cwd=REPO_ROOT,
-        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), **env),
         capture_output=True,
         text=True,
         timeout=60,
@@ -164,6 +166,15 @@ def test_a_runner_returning_something_unusable_ends_errored(tmp_path, mode, erro
     proc, out = run_misbehaving(tmp_path, mode)
     assert proc.returncode == 3
     assert read_result(out)["error"].startswith(error)
+
+
+def test_the_cache_folder_the_worker_names_reaches_the_runner_as_ctx_cache_dir(tmp_path):
+    cache = tmp_path / "cache"
+    proc, out = run_misbehaving(tmp_path, "cache", ROCPATH_CACHE_DIR=str(cache))
+    assert proc.returncode == 0, proc.stderr
+    assert read_result(out)["summary"] == {"cache_dir": str(cache)}
+    proc, out = run_misbehaving(tmp_path, "cache", ROCPATH_CACHE_DIR="")
+    assert read_result(out)["summary"] == {"cache_dir": "None"}
 
 
 def test_an_unknown_kind_exits_2_and_writes_no_result(tmp_path):

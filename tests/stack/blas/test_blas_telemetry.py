@@ -6,7 +6,7 @@ import time
 import pytest
 from stack_helpers import make_tool
 
-from stack.blas import telemetry
+from stack.blas import samples, telemetry
 
 
 def _stamp(t):
@@ -15,21 +15,19 @@ def _stamp(t):
 
 def test_nvidia_line_with_timestamp_and_reasons():
     now = time.time()
-    sample = telemetry.parse_nvidia_line(
-        f"{_stamp(now)}, 1755, 3201, 699.10, 63, 0x0000000000000004"
-    )
+    sample = samples.parse_nvidia_line(f"{_stamp(now)}, 1755, 3201, 699.10, 63, 0x0000000000000004")
     assert sample.t == pytest.approx(now, abs=0.002)
     assert (sample.sm_clock_mhz, sample.mem_clock_mhz, sample.power_w) == (1755, 3201, 699.1)
     assert sample.temperature_c == 63 and sample.reasons == ["sw_power_cap"]
 
 
 def test_nvidia_line_odd_values():
-    assert telemetry.parse_nvidia_line("not, a, data, line") is None
-    sample = telemetry.parse_nvidia_line("garbage, 1980, [N/A], [N/A], 40, 0x1", fallback_t=5.0)
+    assert samples.parse_nvidia_line("not, a, data, line") is None
+    sample = samples.parse_nvidia_line("garbage, 1980, [N/A], [N/A], 40, 0x1", fallback_t=5.0)
     assert sample.t == 5.0 and sample.power_w is None and sample.reasons == ["gpu_idle"]
-    assert telemetry.decode_reasons(0x44) == ["sw_power_cap", "hw_thermal_slowdown"]
-    assert telemetry.decode_reasons(0x1000) == ["0x1000"]
-    assert telemetry.decode_reasons(0) == []
+    assert samples.decode_reasons(0x44) == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert samples.decode_reasons(0x1000) == ["0x1000"]
+    assert samples.decode_reasons(0) == []
 
 
 AMD_SMI_7 = {
@@ -81,20 +79,20 @@ ROCM_SMI = {
 )
 def test_amd_json_shapes(payload, clock, mem, power, temp, throttled):
     text = "WARNING: User is missing the following required groups: render\n" + json.dumps(payload)
-    sample = telemetry.parse_amd_json(text, 1.0)
+    sample = samples.parse_amd_json(text, 1.0)
     assert (sample.sm_clock_mhz, sample.mem_clock_mhz) == (clock, mem)
     assert (sample.power_w, sample.temperature_c) == (power, temp)
     assert ("throttled" in sample.reasons) is throttled
 
 
 def test_amd_json_garbage():
-    assert telemetry.parse_amd_json("ERROR: no GPU", 0.0) is None
-    assert telemetry.parse_amd_json("[]", 0.0) is None
+    assert samples.parse_amd_json("ERROR: no GPU", 0.0) is None
+    assert samples.parse_amd_json("[]", 0.0) is None
 
 
 def _samples(clocks, reasons=(), step=1.0):
     return [
-        telemetry.Sample(
+        samples.Sample(
             t=i * step, sm_clock_mhz=c, power_w=600.0, temperature_c=60.0, reasons=list(reasons)
         )
         for i, c in enumerate(clocks)
@@ -102,10 +100,10 @@ def _samples(clocks, reasons=(), step=1.0):
 
 
 def test_window_summary_flags_throttling_and_unsteady_clocks():
-    steady = telemetry.summarize_window(_samples([1980, 1980, 1965], ["gpu_idle"]))
+    steady = samples.summarize_window(_samples([1980, 1980, 1965], ["gpu_idle"]))
     assert not steady["throttled"] and not steady["clock_unstable"]
     assert steady["sm_clock_mhz"] == {"median": 1980, "min": 1965, "max": 1980}
-    capped = telemetry.summarize_window(_samples([1980, 1500, 1530], ["sw_power_cap"]))
+    capped = samples.summarize_window(_samples([1980, 1500, 1530], ["sw_power_cap"]))
     assert capped["throttled"] and capped["throttle_reasons"] == ["sw_power_cap"]
     assert capped["clock_unstable"] and capped["clock_spread"] == pytest.approx(480 / 1980)
 
@@ -158,7 +156,7 @@ def test_nvidia_smi_sampler_against_a_fake_driver(tmp_path, monkeypatch):
     # the old field name was refused, and so was the UUID: index 0 and the new name were used
     assert "clocks_event_reasons.active" in info["command"] and "--id=0" in info["command"]
     assert info["error"] is None and info["samples"] >= 5
-    window = telemetry.summarize_window(sampler.window(t0, t1))
+    window = samples.summarize_window(sampler.window(t0, t1))
     assert window["throttled"] and window["sm_clock_mhz"]["min"] == 1880
 
 
@@ -199,8 +197,8 @@ def test_a_job_shown_only_its_leased_gpu_samples_that_gpu_by_its_host_number(tmp
 
 
 def test_a_case_s_telemetry_measurements_use_the_window_summary_s_median():
+    from stack.blas.records import measurements_for, summary_row
     from stack.blas.results import CaseResult
-    from stack.blas.runner import measurements_for, summary_row
     from stack.blas.stats import Timing
 
     result = CaseResult(
@@ -210,9 +208,9 @@ def test_a_case_s_telemetry_measurements_use_the_window_summary_s_median():
         timing=Timing([1e-3] * 3, 1, 3, "cv", 0.0, 1.0),
         work=2.0 * 64**3,
     )
-    samples = _samples([1500, 1600, 0, 1700, 1900])
-    samples[2].sm_clock_mhz = float("nan")  # an unreadable value is no reading
-    result.telemetry = telemetry.summarize_window(samples)
+    window = _samples([1500, 1600, 0, 1700, 1900])
+    window[2].sm_clock_mhz = float("nan")  # an unreadable value is no reading
+    result.telemetry = samples.summarize_window(window)
     assert "reasons" not in result.telemetry
     clock = next(m for m in measurements_for(result) if m.metric == "sm_clock")
     # four readings: the median is the mean of the middle two, not the upper one

@@ -23,12 +23,12 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _run(kind_params: dict, work: Path, out: Path):
+def _run(kind_params: dict, work: Path, out: Path, cache_dir: Path | None = None):
     from stack.kinds.hipify_scan import run
 
     params = validate_params("hipify-scan", kind_params)
     out.mkdir(exist_ok=True)
-    ctx = RunContext(out=out, emit=Captured().emitter, work=work)
+    ctx = RunContext(out=out, emit=Captured().emitter, work=work, cache_dir=cache_dir)
     result = run(params, ctx)
     document = build_result(
         "hipify-scan", result, "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:01.000000Z", out
@@ -130,18 +130,16 @@ def test_both_engines_give_the_same_findings_json_for_a_tree(tmp_path):
 
 
 @needs_hipify_perl
-def test_a_tree_scanned_twice_with_one_file_changed_re_examines_only_that_file(
-    tmp_path, monkeypatch
-):
+def test_a_tree_scanned_twice_with_one_file_changed_re_examines_only_that_file(tmp_path):
     files = {f"k{i}.cu": SAMPLE_CU.replace("scale", f"scale{i}") for i in range(6)}
     files["copy.cu"] = files["k0.cu"]
     src = _tree(tmp_path / "work/src", files)
-    monkeypatch.setenv("ROCPATH_CACHE_DIR", str(tmp_path / "cache"))  # as the server gives it
-    first, _ = _run({}, tmp_path / "work", tmp_path / "out1")
+    cache = tmp_path / "cache"  # as the server gives it (ROCPATH_CACHE_DIR, read by the CLI)
+    first, _ = _run({}, tmp_path / "work", tmp_path / "out1", cache)
     assert first.summary["incremental"]["examined"] == 6  # copy.cu has k0.cu's content
     assert first.summary["incremental"]["duplicates"] == 1
     (src / "k3.cu").write_text(SAMPLE_CU + "cudaDeviceReset();\n")
-    second, _ = _run({}, tmp_path / "work", tmp_path / "out2")
+    second, _ = _run({}, tmp_path / "work", tmp_path / "out2", cache)
     assert second.summary["incremental"]["examined"] == 1
     assert second.summary["incremental"]["cached"] == 6
     assert second.summary["incremental"]["totals"] == "updated"

@@ -1,0 +1,154 @@
+"""What a job kind is (Kind) and how its parameters are checked, without any kind in it.
+
+Each kind is one module, ``stack/kinds/<kind>.py``, that builds its ``KIND`` from
+this; stack/kinds/__init__.py lists those modules. A kind module stays light at
+import time (the orchestrator imports every one to list and validate): its runner
+is named by a dotted path and imported only when a job of that kind runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stack.runtime import RunContext, RunResult
+
+Runner = Callable[[dict[str, Any], "RunContext"], "RunResult"]
+
+NON_FIELD_ERRORS = "non_field_errors"
+
+
+class UnknownKind(LookupError):
+    """No kind of that name is registered."""
+
+    def __init__(self, name: str, known: Iterable[str] = ()) -> None:
+        super().__init__(f"unknown kind {name!r}; known kinds: {', '.join(sorted(known))}")
+        self.name = name
+
+
+class ParamsError(ValueError):
+    """Parameters that do not fit a kind's schema.
+
+    ``errors`` maps a field name (dotted for nested values,
+    ``non_field_errors`` for the object as a whole) to readable messages, the
+    shape DRF and Django forms already use.
+    """
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        detail = "; ".join(f"{field}: {', '.join(msgs)}" for field, msgs in errors.items())
+        super().__init__(f"invalid params: {detail}")
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of job.
+
+    ``params_schema`` is a JSON Schema of an object with
+    ``"additionalProperties": false`` and a ``default`` for every field (so
+    none is required: a job that asks for nothing gets the defaults);
+    ``runner`` is ``"module:function"``, imported when the job runs.
+
+    The rest is what the orchestrator and the portal may ask of a kind instead
+    of naming it: ``needs_gpu`` (what it measures is a GPU: without one it runs,
+    but says little), ``default_image`` (the container image for its jobs; None:
+    the server's ``ROCPATH_IMAGE``), ``phases`` (the roadmap phases, 1 to 4, whose
+    work it does; empty for the orchestrator's own kinds) and ``install_hints``
+    (where each external tool it drives comes from, for ToolMissing messages).
+    """
+
+    name: str
+    title: str
+    description: str
+    params_schema: dict[str, Any]
+    default_timeout_s: int
+    runner: str
+    # The job reads a project's source tree at WORK/src (the portal mounts the newest
+    # ready snapshot there) and may keep a per-project cache in ctx.cache_dir.
+    takes_source: bool = False
+    needs_gpu: bool = False
+    default_image: str | None = None
+    phases: tuple[int, ...] = ()
+    install_hints: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if any(phase not in (1, 2, 3, 4) for phase in self.phases):
+            raise ValueError(f"kind {self.name}: phases must be among 1-4, not {self.phases}")
+
+    def load_runner(self) -> Runner:
+        """Import the runner function now (the CLI calls this, the web side never needs to)."""
+        module_name, _, func_name = self.runner.partition(":")
+        module = importlib.import_module(module_name)
+        return getattr(module, func_name)
+
+    def defaults(self) -> dict[str, Any]:
+        """The parameters a job gets when it asks for nothing."""
+        return apply_defaults(self.params_schema, {})
+
+    def validate(self, params: Any) -> dict[str, Any]:
+        """These params checked against the schema, returned with defaults filled.
+
+        Raises ParamsError with every problem found, grouped by field, so that a
+        form or an API client can show them all at once. Whole-number floats for
+        integer fields become ints (JSON clients often send 2.0).
+        """
+        if not isinstance(params, dict):
+            raise ParamsError({NON_FIELD_ERRORS: ["params must be a JSON object"]})
+
+        import jsonschema  # lazy: the runner side never validates
+
+        schema = self.params_schema
+        properties = schema.get("properties", {})
+        filled = apply_defaults(schema, params)
+        errors: dict[str, list[str]] = {}
+        validator = jsonschema.Draft202012Validator(schema)
+        for error in sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.path))):
+            if error.validator == "additionalProperties" and not error.path:
+                for name in sorted(set(error.instance) - set(properties)):
+                    errors.setdefault(name, []).append("unknown field")
+            else:
+                errors.setdefault(_field_of(error.path), []).append(error.message)
+        if errors:
+            raise ParamsError(errors)
+
+        for key, prop in properties.items():
+            value = filled.get(key)
+            if prop.get("type") == "integer" and isinstance(value, float) and value.is_integer():
+                filled[key] = int(value)
+        return filled
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready description, for ``python -m stack kinds`` and the UI."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "params_schema": self.params_schema,
+            "default_timeout_s": self.default_timeout_s,
+            "defaults": self.defaults(),
+        }
+
+
+def apply_defaults(schema: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A copy of params with the schema's top-level defaults filled in.
+
+    Cheap on purpose (no jsonschema): the CLI calls it on every run, after
+    the server has already validated.
+    """
+    filled = dict(params)
+    for key, prop in schema.get("properties", {}).items():
+        if key not in filled and "default" in prop:
+            default = prop["default"]
+            if isinstance(default, dict | list):
+                import copy
+
+                default = copy.deepcopy(default)
+            filled[key] = default
+    return filled
+
+
+def _field_of(path: Any) -> str:
+    return ".".join(str(part) for part in path) or NON_FIELD_ERRORS
