@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
-
 from django.conf import settings
 
 from jobs.executors.base import JobSpec, parse_stdout_line
@@ -48,9 +46,9 @@ def test_a_deeply_nested_event_line_is_not_an_event():
     assert parse_stdout_line(DEEP) is None
 
 
-def test_a_runner_printing_a_deeply_nested_line_ends_normally(monkeypatch):
-    workdir = Path(settings.ARTIFACT_ROOT) / "jobs" / "987"
-    workdir.mkdir(parents=True, exist_ok=True)
+def test_a_runner_printing_a_deeply_nested_line_ends_normally(monkeypatch, tmp_path):
+    workdir = tmp_path / "987"
+    workdir.mkdir()
     spec = JobSpec(job_id=987, kind="noop", workdir=workdir, timeout_s=60)
     spec.params_file.write_text("{}")
     program = f"import sys; sys.stdout.write({DEEP!r} + '\\n'); print('after')"
