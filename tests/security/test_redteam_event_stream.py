@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+
 from django.conf import settings
 
 from jobs.executors.base import JobSpec, parse_stdout_line
