@@ -58,3 +58,11 @@ def test_a_folder_of_the_tree_named_like_a_library_runs_no_shell_command(tmp_pat
     ctx = _ctx(tmp_path, {"k.hip": "int x;\n", f"{folder}/h.h": "\n"})
     run({"targets": ["gfx90a"], "hipify": False, "include_dirs": [folder]}, ctx)
     assert not marker.exists(), "an include folder's name ran a shell command through hipcc"
+
+
+def test_a_path_parameter_named_like_a_library_runs_no_shell_command(tmp_path):
+    marker = tmp_path / "ran"
+    folder = f"sub$(touch {marker}).a"
+    ctx = _ctx(tmp_path, {f"{folder}/k.hip": "int x;\n"})
+    run({"targets": ["gfx90a"], "hipify": False, "path": folder}, ctx)
+    assert not marker.exists(), "the path parameter's folder ran a shell command through hipcc"
