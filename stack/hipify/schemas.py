@@ -31,17 +31,46 @@ _PATH = {
     "description": "A folder inside the source tree to work on (relative; empty: the whole tree).",
 }
 
+# What reaches hipcc must never reach a shell. Debian's hipcc (hipcc.pl, bookworm and
+# trixie) joins its arguments into one string for system(): it backslash-escapes each one
+# but passes on unescaped, and runs ``ar xv`` in backticks on, any argument ending in .a or
+# .lo; trixie's also takes ``--rocm-path=`` / ``--hip-path=`` anywhere in any argument for
+# where its clang is. So every value we pass is held to characters no shell or hipcc reads
+# specially: letters, digits and _ . + - (and / between folders), never ending in .a or .lo.
+# ``(?!.*\n)``: jsonschema matches with re.search, whose ``$`` also matches before a final
+# newline.
+_NO_NEWLINE = r"(?!.*\n)"
+_NOT_A_LIBRARY = r"(?!.*\.(?:[aA]|[lL][oO])/*$)"
+_FOLDER_CHARS = r"[A-Za-z0-9_.+/-]"
+# A folder of the tree given to hipcc (include_dirs, compile-check's path): relative, no
+# "..", safe characters only.
+TREE_FOLDER_PATTERN = (
+    rf"^{_NO_NEWLINE}{_NOT_A_LIBRARY}(?!/)(?!(?:.*/)?\.\.(?:/|$)){_FOLDER_CHARS}*$"
+)
+TREE_FOLDER_MESSAGE = (
+    "must be a folder of the tree (relative, no '..') named with letters, digits and "
+    "_ . + - only, not ending in .a or .lo (hipcc would hand it to a shell)"
+)
+
 # hipcc flags a job may add: optimisation, macros, the language standard, warnings, debug
 # info and include folders of the tree (relative, no ".."). Nothing that names a host file
 # (-include, -MF, -B, -fplugin=, --sysroot), loads code (-Xclang -load) or passes options on
 # to another tool (-Wp,... -Wa,... -Xarch...): the offload architecture is ours (targets).
+# A -D value is one token of [A-Za-z0-9_.:+-] (no space, quote, $, =, ...), so it can carry
+# neither a shell command nor a second flag.
 COMPILE_FLAG_PATTERN = (
-    r"^(?:-O(?:[0-3sgz]|fast)?"
-    r"|-[DU][A-Za-z_][A-Za-z0-9_]*(?:=[^\x00-\x1f]*)?"
+    rf"^{_NO_NEWLINE}{_NOT_A_LIBRARY}"
+    r"(?:-O(?:[0-3sgz]|fast)?"
+    r"|-[DU][A-Za-z_][A-Za-z0-9_]*(?:=[A-Za-z0-9_.:+-]*)?"
     r"|-std=(?:c|c\+\+|gnu|gnu\+\+|hip)[0-9a-z]{1,4}"
     r"|-W(?:no-)?[a-z0-9][a-z0-9+_=-]*|-w|-pedantic(?:-errors)?"
     r"|-g(?:[0-3]|line-tables-only)?"
-    r"|-I(?![/=-])(?!\.\.(?:/|$))(?!.*/\.\.(?:/|$))[^\x00-\x1f]+)$"
+    rf"|-I(?![/=-])(?!\.\.(?:/|$))(?!.*/\.\.(?:/|$)){_FOLDER_CHARS}+)$"
+)
+COMPILE_FLAG_MESSAGE = (
+    "not allowed: extra_flags are -O*, -DNAME[=VALUE] (VALUE of letters, digits and "
+    "_ . : + -), -UNAME, -std=..., -W..., -w, -pedantic, -g, -I<folder of the tree>; "
+    "none ending in .a or .lo"
 )
 
 _JOBS = {
@@ -94,7 +123,10 @@ COMPILE_CHECK_PARAMS: dict[str, Any] = {
     "properties": {
         "targets": {
             "type": "array",
-            "items": {"type": "string", "pattern": r"^gfx[0-9a-f]{3,5}(:[a-z]+[+-])*$"},
+            "items": {
+                "type": "string",
+                "pattern": rf"^{_NO_NEWLINE}gfx[0-9a-f]{{3,5}}(:[a-z]+[+-])*$",
+            },
             "minItems": 1,
             "maxItems": 16,
             "uniqueItems": True,
@@ -106,7 +138,12 @@ COMPILE_CHECK_PARAMS: dict[str, Any] = {
         },
         "extra_flags": {
             "type": "array",
-            "items": {"type": "string", "maxLength": 500, "pattern": COMPILE_FLAG_PATTERN},
+            "items": {
+                "type": "string",
+                "maxLength": 500,
+                "pattern": COMPILE_FLAG_PATTERN,
+                "x-pattern-message": COMPILE_FLAG_MESSAGE,
+            },
             "maxItems": 100,
             "default": [],
             "description": (
@@ -117,7 +154,12 @@ COMPILE_CHECK_PARAMS: dict[str, Any] = {
         },
         "include_dirs": {
             "type": "array",
-            "items": {"type": "string", "maxLength": 500, "pattern": _RELATIVE_PATH},
+            "items": {
+                "type": "string",
+                "maxLength": 500,
+                "pattern": TREE_FOLDER_PATTERN,
+                "x-pattern-message": TREE_FOLDER_MESSAGE,
+            },
             "maxItems": 100,
             "default": [],
             "description": "Folders of the tree to pass as -I (the tree's root always is).",
@@ -132,7 +174,11 @@ COMPILE_CHECK_PARAMS: dict[str, Any] = {
         },
         "include": {**_GLOBS, "description": "Globs of files to compile (none: all sources)."},
         "exclude": {**_GLOBS, "description": "Globs of files not to compile."},
-        "path": _PATH,
+        "path": {
+            **_PATH,
+            "pattern": TREE_FOLDER_PATTERN,
+            "x-pattern-message": TREE_FOLDER_MESSAGE,
+        },
         "jobs": _JOBS,
         "file_timeout_s": {
             "type": "number",

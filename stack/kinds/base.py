@@ -110,7 +110,7 @@ class Kind:
                 for name in sorted(set(error.instance) - set(properties)):
                     errors.setdefault(name, []).append("unknown field")
             else:
-                errors.setdefault(_field_of(error.path), []).append(error.message)
+                errors.setdefault(_field_of(error.path), []).append(_message(error))
         if errors:
             raise ParamsError(errors)
 
@@ -148,6 +148,13 @@ def apply_defaults(schema: dict[str, Any], params: dict[str, Any]) -> dict[str, 
                 default = copy.deepcopy(default)
             filled[key] = default
     return filled
+
+
+def _message(error: Any) -> str:
+    """jsonschema's message, or for a pattern the schema's own words (``x-pattern-message``):
+    "does not match '<a regular expression>'" tells a team nothing."""
+    said = error.schema.get("x-pattern-message") if error.validator == "pattern" else None
+    return f"{error.instance!r} {said}" if said else error.message
 
 
 def _field_of(path: Any) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -47,6 +48,49 @@ SOURCE_EXTENSIONS = (".hip", ".cu", ".cpp", ".cc", ".cxx", ".c")
 HIP_LANGUAGE_EXTENSIONS = (".cu", ".cuh")
 
 
+class UnsafeArgument(ValueError):
+    """An argument hipcc would hand to a shell, or read as one of its own options."""
+
+
+# Text hipcc.pl acts on wherever it sits in an argument: trixie's takes "--rocm-path=" and
+# "--hip-path=" for where its clang is (a folder of the upload would do) and both take
+# "--amdhsa-code-object-version=" (its value goes into the command unescaped), "--genco" and
+# "-fopenmp-targets=" (they change the compile).
+HIPCC_OPTION_TEXT = (
+    "--rocm-path=",
+    "--hip-path=",
+    "--amdhsa-code-object-version=",
+    "--genco",
+    "-fopenmp-targets=",
+)
+# What hipcc.pl leaves unescaped: `s/[^-a-zA-Z0-9_=+,.\/]/\\$&/g` is skipped for an
+# argument ending in .a or .lo (static libraries, run through `ar xv` in backticks) or
+# starting with @ (response files); the argument after -o goes in double quotes only.
+# Every argument but a source file is held to these characters, where no shell or quoting
+# matters; a source file may hold others (hipcc escapes it) but not the rest of the rules.
+_PLAIN_ARGUMENT = re.compile(r"[A-Za-z0-9_.,+=:/-]+")
+
+
+def hipcc_problem(arg: str, source: bool = False) -> str | None:
+    """Why this argument must not reach hipcc (None: it may).
+
+    The last guard of the shell hole: the schema and the runner refuse bad flags and
+    folders before, this holds whatever else becomes an argument (the tree's own path, a
+    folder or file name of the upload, a target).
+    """
+    if any(ord(c) < 0x20 or c == "\x7f" for c in arg):
+        return "it holds a control character"
+    if arg.strip().lower().endswith((".a", ".lo")):
+        return "it ends in .a or .lo, which hipcc passes to a shell unescaped"
+    if arg.startswith("@"):
+        return "it starts with @, which hipcc reads as a response file"
+    if found := [text for text in HIPCC_OPTION_TEXT if text in arg]:
+        return f"it holds {found[0]!r}, which hipcc reads as its own option"
+    if not source and not _PLAIN_ARGUMENT.fullmatch(arg):
+        return "it holds a character hipcc would not escape for its shell"
+    return None
+
+
 def hipcc_argv(
     hipcc: str,
     source: str,
@@ -55,8 +99,9 @@ def hipcc_argv(
     include_dirs: list[str],
     extra_flags: list[str],
 ) -> list[str]:
-    """The hipcc command line for one (file, target)."""
-    argv = [hipcc, f"--offload-arch={target}", "-c"]
+    """The hipcc command line for one (file, target); UnsafeArgument if any part of it is
+    one hipcc would run through its shell."""
+    argv = [f"--offload-arch={target}", "-c"]
     for folder in include_dirs:
         argv += ["-I", folder]
     argv += extra_flags
@@ -66,18 +111,34 @@ def hipcc_argv(
     # file). Not "--": hipcc's wrapper puts "-x hip" right before each .hip/.cu file it sees,
     # which after a "--" clang would take for two more files.
     assert os.path.isabs(source), source
-    argv += [source, "-o", output]
-    return argv
+    for arg in [*argv, "-o", output]:
+        if problem := hipcc_problem(arg):
+            raise UnsafeArgument(f"hipcc argument {arg!r} refused: {problem}")
+    if problem := hipcc_problem(source, source=True):
+        raise UnsafeArgument(f"source {source!r} not passed to hipcc: {problem}")
+    return [hipcc, *argv, source, "-o", output]
 
 
 def refused_flags(flags: list[str]) -> list[str]:
     """The flags outside the allowlist (the server refuses them at submit; checked again
     here, for a runner started some other way)."""
-    import re
-
     from stack.hipify.schemas import COMPILE_FLAG_PATTERN
 
     return [flag for flag in flags if not re.fullmatch(COMPILE_FLAG_PATTERN, flag)]
+
+
+def refused_folders(params: dict[str, Any]) -> list[str]:
+    """``field: 'folder'`` for each folder parameter hipcc could not be handed safely (the
+    schema refuses them at submit; checked again here, for a runner started some other way)."""
+    from stack.hipify.schemas import TREE_FOLDER_PATTERN
+
+    named = [("path", params.get("path", ""))]
+    named += [("include_dirs", folder) for folder in params.get("include_dirs", [])]
+    return [
+        f"{field}: {folder!r}"
+        for field, folder in named
+        if not re.fullmatch(TREE_FOLDER_PATTERN, folder)
+    ]
 
 
 def compile_env(home: str) -> dict[str, str]:
@@ -139,6 +200,12 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             status="errored",
             error="extra_flags: not allowed: " + " ".join(refused)[:500],
         )
+    if refused := refused_folders(params):
+        from stack.hipify.schemas import TREE_FOLDER_MESSAGE
+
+        return RunResult(
+            status="errored", error=("; ".join(refused))[:500] + " " + TREE_FOLDER_MESSAGE
+        )
     timeout = float(params.get("file_timeout_s", 300))
     jobs = params.get("jobs") or usable_cpus()
     started = time.monotonic()
@@ -152,6 +219,15 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         files = collect_files(
             tree, params.get("include", []), params.get("exclude", []), SOURCE_EXTENSIONS
         )
+        skipped = {rel: why for rel in files if (why := hipcc_problem(str(tree / rel), True))}
+        if skipped:
+            files = [rel for rel in files if rel not in skipped]
+            ctx.emit.log(
+                f"{len(skipped)} files not compiled, their names are ones hipcc would run "
+                "through its shell or read as its options: "
+                + "; ".join(f"{rel!r} ({why})" for rel, why in list(skipped.items())[:20]),
+                level="warning",
+            )
         include_dirs = [tree_str] + [
             str(tree / d)
             for d in params.get("include_dirs", [])
@@ -198,9 +274,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                     ctx.emit.progress(
                         10 + 85 * i / max(1, len(tasks)), f"{result['file']} ({result['target']})"
                     )
-        except ToolError as exc:
-            return RunResult(status="errored", error=str(exc))
-    return _result(ctx, results, files, targets, origin, started)
+        except (ToolError, UnsafeArgument) as exc:
+            return RunResult(status="errored", error=str(exc)[:1000])
+    return _result(ctx, results, files, targets, origin, started, skipped)
 
 
 def _result(
@@ -210,6 +286,7 @@ def _result(
     targets: list[str],
     origin: str,
     started: float,
+    skipped: dict[str, str],
 ) -> RunResult:
     per_target: dict[str, dict[str, Any]] = {
         t: {"passed": 0, "failed": 0, "errors": 0, "warnings": 0, "seconds": 0.0} for t in targets
@@ -239,6 +316,7 @@ def _result(
         "per_target": per_target,
         "files": [{"path": rel, "targets": st} for rel, st in per_file.items()],
         "diagnostics": diagnostics,
+        "skipped": [{"path": rel, "why": why} for rel, why in skipped.items()],
     }
     artifacts = [
         ctx.write_artifact(
@@ -280,6 +358,7 @@ def _result(
         "files": len(files),
         "per_target": per_target,
         "failed_files": failed_files[:200],
+        "skipped_files": sorted(skipped)[:200],
         "first_errors": [
             {k: d[k] for k in ("file", "line", "column", "severity", "message", "target")}
             for d in errors[:50]

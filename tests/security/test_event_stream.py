@@ -1,0 +1,62 @@
+"""Red team: an event line nested too deep is a log line, not a crash of the job's reader.
+
+parse_stdout_line catches ValueError from json.loads but not RecursionError, which a line
+of 30,000 nested brackets (60 KB, under ROCPATH_EVENT_LINE_MAX_BYTES) raises. Live, team
+code inside a compile-check (reached through the hipcc shell hole, then pidfd_getfd on the
+runner, which shares its uid and is dumpable) wrote such a line to the runner's event fd:
+the job ended "errored: internal error while running the job: RecursionError: maximum
+recursion depth exceeded while decoding a JSON array". The docker reader uses the same
+function.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.conf import settings
+
+from jobs.executors.base import JobSpec, parse_stdout_line
+from jobs.executors.local import LocalExecutor
+
+DEEP = (
+    '{"event": "log", "level": "info", "message": "deep", "a": ' + "[" * 30000 + "]" * 30000 + "}"
+)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.lines: list[tuple[str, str]] = []
+
+    def on_event(self, event: dict) -> None:
+        self.events.append(event)
+
+    def on_line(self, line: str, stream: str) -> None:
+        self.lines.append((stream, line))
+
+    def should_cancel(self) -> bool:
+        return False
+
+    def heartbeat(self) -> None:
+        pass
+
+
+def test_a_deeply_nested_event_line_is_not_an_event():
+    assert len(DEEP.encode()) < settings.ROCPATH_EVENT_LINE_MAX_BYTES
+    assert parse_stdout_line(DEEP) is None
+
+
+def test_a_runner_printing_a_deeply_nested_line_ends_normally(monkeypatch, tmp_path):
+    workdir = tmp_path / "987"
+    workdir.mkdir()
+    spec = JobSpec(job_id=987, kind="noop", workdir=workdir, timeout_s=60)
+    spec.params_file.write_text("{}")
+    program = f"import sys; sys.stdout.write({DEEP!r} + '\\n'); print('after')"
+    python = settings.ROCPATH_STACK_PYTHON or sys.executable
+    monkeypatch.setattr(LocalExecutor, "command", lambda self, spec: [python, "-c", program])
+    recorder = Recorder()
+    outcome = LocalExecutor().run(spec, recorder)
+    assert outcome.exit_code == 0, outcome.stderr_tail
+    assert ("stdout", "after") in recorder.lines
+    assert json.dumps(recorder.events).count("deep") == 0
