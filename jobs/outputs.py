@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stack import contract
+
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 COPY_BLOCK = 1 << 20
@@ -124,17 +126,32 @@ def read_bounded(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_result(out_dir: Path, name: str, *, max_bytes: int, cap_name: str) -> bytes:
-    """The bytes of out/<name> (result.json); FileNotFoundError when there is none."""
+def read_result(
+    out_dir: Path,
+    name: str,
+    *,
+    max_bytes: int,
+    cap_name: str,
+    max_depth: int = contract.MAX_JSON_DEPTH,
+) -> bytes:
+    """The bytes of out/<name> (result.json); FileNotFoundError when there is none.
+
+    Refused when its JSON nests deeper than ``max_depth``, read before anyone parses it:
+    json.loads fails past about 1,000 levels, and a document it can still parse (900
+    deep) is stored and then breaks every later read of the job's row.
+    """
     folder = open_folder(out_dir)
     try:
         fd = open_regular(folder, name, what=name, max_bytes=max_bytes, cap_name=cap_name)
     finally:
         os.close(folder)
     try:
-        return read_bounded(fd, max_bytes)
+        raw = read_bounded(fd, max_bytes)
     finally:
         os.close(fd)
+    if contract.nesting_depth(raw, max_depth) > max_depth:
+        raise Refused(f"{name} is invalid: nested too deeply (at most {max_depth} levels)")
+    return raw
 
 
 def name_problem(name: str) -> str | None:

@@ -14,6 +14,7 @@ from django.db.models import Prefetch
 from jobs.choices import JobStatus
 from jobs.models import Artifact, Job, Measurement
 from jobs.services import artifact_file
+from stack import contract
 from teams.models import AdoptionProject
 
 SCAN = "hipify-scan"
@@ -82,8 +83,14 @@ def _file_table(job: Job) -> dict[str, Any] | None:
     for path in _FILE_TABLES:
         if path in artifacts:
             try:
-                return json.loads(artifact_file(artifacts[path]).read_text())
+                text = artifact_file(artifacts[path]).read_text()
             except (OSError, ValueError):
+                continue
+            if contract.nesting_depth(text) > contract.MAX_JSON_DEPTH:
+                continue  # a runner wrote it: json.loads would recurse past the limit
+            try:
+                return json.loads(text)
+            except ValueError:
                 continue
     return None
 

@@ -38,6 +38,12 @@ EVENT_METRIC = "metric"
 EVENTS = (EVENT_PROGRESS, EVENT_LOG, EVENT_METRIC)
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
+# Deepest nesting of arrays and objects a result.json or an event line may have. Anything
+# that walks a deep document recurses (json.loads, json.dumps, jsonschema, the database's
+# JSON column read back): a 900-deep summary parsed here, was stored, then crashed every
+# read of its job. No result or event needs more than a few levels.
+MAX_JSON_DEPTH = 32
+
 GPU_VENDORS = ("amd", "nvidia")
 TORCH_BACKENDS = ("rocm", "cuda", "cpu")
 BETTER = ("higher", "lower")
@@ -340,6 +346,43 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+_JSON_STRUCTURE = re.compile(r'["\\\[\]{}]')
+_JSON_STRUCTURE_BYTES = re.compile(rb'["\\\[\]{}]')
+
+
+def nesting_depth(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep arrays and objects nest in a JSON text, counting no further than limit + 1.
+
+    Read before parsing, in one pass over the brackets, quotes and backslashes only (no
+    recursion, no backtracking): deciding this after json.loads is too late.
+    """
+    pattern = _JSON_STRUCTURE_BYTES if isinstance(text, bytes) else _JSON_STRUCTURE
+    depth = deepest = 0
+    in_string = False
+    skip_to = 0
+    for match in pattern.finditer(text):
+        if match.start() < skip_to:
+            continue  # the character after a backslash
+        char = match.group()
+        char = char.decode() if isinstance(char, bytes) else char
+        if in_string:
+            if char == "\\":
+                skip_to = match.end() + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def log_event(message: str, level: str = "info") -> dict[str, Any]:
     """A log event as a dict: what Emitter.log writes, and what the worker adds itself."""
     return {"event": EVENT_LOG, "level": level, "message": message}
@@ -364,14 +407,18 @@ def parse_event(line: str | bytes, *, strict: bool = True) -> dict[str, Any] | N
         text = (line.decode("utf-8", "replace") if isinstance(line, bytes) else line).strip()
         if not (text.startswith("{") and text.endswith("}")):
             return None
+        if nesting_depth(text) > MAX_JSON_DEPTH:
+            return None  # kept as a log line: json.loads would recurse past the limit
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return value if isinstance(value, dict) and isinstance(value.get("event"), str) else None
+    if nesting_depth(line) > MAX_JSON_DEPTH:
+        raise ContractError(f"(line): nested too deeply (at most {MAX_JSON_DEPTH} levels)")
     try:
         event = json.loads(line)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ContractError(f"(line): not JSON: {exc}") from None
     if not isinstance(event, dict):
         raise ContractError("(root): an event must be a JSON object")

@@ -162,6 +162,25 @@ def test_the_file_table_reads_the_small_files_json_and_older_scans_findings_json
 
 
 @needs_hipify
+def test_a_file_table_nested_too_deep_is_skipped_not_a_500(user, team):
+    from jobs.models import Artifact
+    from jobs.services import artifact_file
+
+    project = make_project(team)
+    _upload(project, user, CUDA)
+    job = _scan(user, project)
+    for path in ("hipify/files.json", "hipify/findings.json"):
+        artifact_file(Artifact.objects.get(job_id=job, path=path)).write_text(
+            '{"files": ' + "[" * 100_000 + "]" * 100_000 + "}"
+        )
+    client = Client()
+    client.force_login(user)
+    response = client.get(f"/api/v1/projects/{project.pk}/porting-report/")
+    assert response.status_code == 200
+    assert response.json()["files"] == []
+
+
+@needs_hipify
 def test_the_file_table_comes_a_page_at_a_time_and_the_download_holds_every_file(
     user, team, monkeypatch
 ):

@@ -215,3 +215,17 @@ def test_artifact_names_with_control_characters_or_bad_utf8_are_refused(team, na
     job = concluded(job, spec)
     assert job.status == JobStatus.SUCCEEDED and not job.artifacts.exists()
     assert "refused" in warnings_of(job)
+
+
+@pytest.mark.parametrize("depth", [100_000, 900, 40])
+def test_a_result_nested_too_deep_ends_the_job_errored_not_crashed(team, depth):
+    # 100,000 deep: json.loads raised RecursionError; 900 deep: it parsed, was stored, and
+    # every later read of the job's row raised RecursionError.
+    job, spec = running(team)
+    deep = "[" * depth + "]" * depth
+    text = json.dumps(result_doc(summary={"a": "SENTINEL"})).replace('"SENTINEL"', deep)
+    (spec.out_dir / "result.json").write_text(text)
+    job = concluded(job, spec)
+    assert job.status == JobStatus.ERRORED
+    assert "result.json is invalid: nested too deeply (at most 32 levels)" in job.error
+    assert Job.objects.get(pk=job.pk).summary == {}
