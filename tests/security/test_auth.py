@@ -177,6 +177,45 @@ def test_anonymous_callers_are_throttled_by_address(db, settings):
     assert codes == [200, 200, 429]
 
 
+# DRF answered 401 before any throttle counted (red team): live, 40 requests to /api/v1/jobs/
+# with no token (anon rate 30/minute) and 40 with made-up tokens were all 401, none 429.
+def test_requests_without_a_token_past_the_anon_rate_get_429(db, settings):
+    _rates(settings, anon="2/minute")
+    client = APIClient()
+    codes = [client.get("/api/v1/jobs/").status_code for _ in range(4)]
+    assert 429 in codes, codes
+
+
+def test_guessed_tokens_past_the_address_rate_get_429(db, settings):
+    _rates(settings, anon="2/minute", address="3/minute")
+    client = APIClient()
+    codes = [
+        client.get("/api/v1/jobs/", HTTP_AUTHORIZATION=f"Token {n:040d}").status_code
+        for n in range(5)
+    ]
+    assert 429 in codes, codes
+
+
+def test_guessed_tokens_count_with_the_anonymous_calls_of_the_address(db, settings):
+    _rates(settings, anon="3/minute")
+    client = APIClient()
+    assert client.get("/api/v1/jobs/").status_code == 401
+    assert client.get("/api/v1/jobs/", HTTP_AUTHORIZATION="Token " + "1" * 40).status_code == 401
+    assert client.get("/api/schema/").status_code == 200
+    response = client.get("/api/v1/jobs/", HTTP_AUTHORIZATION="Token " + "2" * 40)
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) > 0
+
+
+def test_a_valid_token_is_not_held_back_by_anonymous_calls_from_its_address(user, settings):
+    _rates(settings, anon="2/minute")
+    anonymous = APIClient()
+    for _ in range(3):
+        anonymous.get("/api/v1/jobs/")
+    assert anonymous.get("/api/v1/jobs/").status_code == 429
+    assert _token_client(Token.objects.create(user=user)).get("/api/v1/jobs/").status_code == 200
+
+
 def test_job_submission_has_its_own_stricter_rate(api, settings, no_enqueue):
     _rates(settings, submit="2/minute")
     for _ in range(2):
