@@ -324,6 +324,23 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_DEFAULT_QUEUE = env_str("ROCPATH_QUEUE", "rocpath")
+# The queues a job may name in hardware.queue besides the default (jobs/routing.py): for
+# every team "gpu-mi300x:gpu-mi250", for one team "team-a=trusted:gpu-big"; comma-separated,
+# both forms mixed. Unset: only the default queue.
+ROCPATH_JOB_QUEUES: dict[str, list[str]] = {}
+for _item in env_list("ROCPATH_JOB_QUEUES", []):
+    _team, _sep, _names = _item.rpartition("=")
+    _queues = [name for name in _names.split(":") if name]
+    if (
+        (_sep and not _team.strip())
+        or not _queues
+        or not all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name) for name in _queues)
+    ):
+        raise ImproperlyConfigured(
+            f"ROCPATH_JOB_QUEUES: {_item!r} is not of the form [team=]queue[:queue...] "
+            "(queue names: letters, digits, - and _, at most 64 characters)"
+        )
+    ROCPATH_JOB_QUEUES.setdefault(_team.strip() or "*", []).extend(_queues)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Celery's Django fix-up closes every database connection after every task unless

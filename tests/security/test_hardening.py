@@ -199,7 +199,8 @@ def test_bad_hardware_is_a_400_naming_the_field(api, no_enqueue, hardware, field
     assert any(m.startswith(f"{field}:") for m in messages), messages
 
 
-def test_good_hardware_is_accepted(api, no_enqueue):
+def test_good_hardware_is_accepted(api, no_enqueue, settings):
+    settings.ROCPATH_JOB_QUEUES = {"*": ["gpu-mi300x"]}  # a queue the operator opened
     hardware = {
         "gpu_vendor": "amd",
         "gpu_indices": [0, 1],
