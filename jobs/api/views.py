@@ -202,15 +202,42 @@ class ArtifactDownloadView(APIView):
         return artifact_response(artifact)
 
 
+# Declared types served as text (a download either way); every other is opaque bytes.
+_TEXT_TYPES = ("application/json", "application/xml", "application/x-ndjson")
+
+
+def served_content_type(declared: str) -> str:
+    """The type an artifact is served with: never one a browser runs or renders as a page.
+
+    A runner declares each artifact's type itself, and a file served from our origin as
+    text/html or application/javascript would run as our pages' script could (a .js
+    artifact guessed as a script, then loaded by another artifact). Text of any kind is
+    text/plain; the rest application/octet-stream. The declared type stays in the listing.
+    """
+    base = declared.split(";", 1)[0].strip().lower()
+    if base.startswith("text/") or base in _TEXT_TYPES or base.endswith(("+json", "+xml")):
+        return "text/plain; charset=utf-8"
+    return "application/octet-stream"
+
+
 def artifact_response(artifact: Artifact) -> FileResponse:
+    """An artifact's file as an attachment (the API's download and the portal's)."""
     try:
         path = services.artifact_file(artifact)
         handle = path.open("rb")
     except OSError:
         raise Http404("artifact file is gone") from None
-    return FileResponse(
-        handle, as_attachment=True, filename=artifact.name, content_type=artifact.content_type
+    response = FileResponse(
+        handle,
+        as_attachment=True,
+        filename=artifact.name,
+        content_type=served_content_type(artifact.content_type),
     )
+    # Opened anyway (a browser told to show it, a link followed): no script, no plugin, its
+    # own opaque origin, and no sniffing the type back into HTML.
+    response["Content-Security-Policy"] = "sandbox"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
