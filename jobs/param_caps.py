@@ -5,6 +5,9 @@ server says what this installation gives one job: no more memory than the host h
 more processes than a job may start, no file larger than a job may write, no longer than
 a job may run, no more worker processes than the host's CPUs. A value above its cap is
 refused at submit, naming the field and the cap, rather than clamped out of sight.
+
+Which parameter counts against which cap is the kind's to say (``Kind.param_caps``, in
+its own module under stack/kinds); this module only knows what each cap is worth here.
 """
 
 from __future__ import annotations
@@ -14,43 +17,29 @@ from typing import Any
 
 from django.conf import settings
 
+from stack.kinds import KINDS, Cap
+
 MIB = 1024 * 1024
 
-# (kind, field) -> (the cap from the settings, what it is, the unit the field counts in)
-Cap = tuple[Callable[[], float], str]
-CAPS: dict[tuple[str, str], Cap] = {
-    ("noop", "seconds"): (
+# A cap's name -> (its value from the settings, what it is, as the refusal says it)
+CAPS: dict[str, tuple[Callable[[], float], str]] = {
+    Cap.RUN_SECONDS: (
         lambda: settings.ROCPATH_JOB_TIMEOUT_MAX_S,
         "the longest a job may run (ROCPATH_JOB_TIMEOUT_MAX_S)",
     ),
-    ("noop", "write_bytes"): (
+    Cap.FILE_BYTES: (
         lambda: settings.ROCPATH_JOB_MAX_FILE_MB * MIB,
         "the largest file a job may write (ROCPATH_JOB_MAX_FILE_MB)",
     ),
-    ("sandbox-check", "megabytes"): (
+    Cap.MEMORY_MB: (
         lambda: settings.ROCPATH_JOB_MAX_MEMORY_MB,
         "the memory one job may take (ROCPATH_JOB_MAX_MEMORY_MB)",
     ),
-    ("sandbox-check", "max_processes"): (
+    Cap.PROCESSES: (
         lambda: settings.ROCPATH_JOB_MAX_PROCESSES,
         "the processes one job may start (ROCPATH_JOB_MAX_PROCESSES)",
     ),
-    ("probe", "tool_timeout_s"): (
-        lambda: settings.ROCPATH_JOB_TIMEOUT_MAX_S,
-        "the longest a job may run (ROCPATH_JOB_TIMEOUT_MAX_S)",
-    ),
-    ("probe", "torch_timeout_s"): (
-        lambda: settings.ROCPATH_JOB_TIMEOUT_MAX_S,
-        "the longest a job may run (ROCPATH_JOB_TIMEOUT_MAX_S)",
-    ),
-    ("compile-check", "file_timeout_s"): (
-        lambda: settings.ROCPATH_JOB_TIMEOUT_MAX_S,
-        "the longest a job may run (ROCPATH_JOB_TIMEOUT_MAX_S)",
-    ),
-    **{
-        (kind, "jobs"): (lambda: settings.HOST_CPUS, "this host's CPUs")
-        for kind in ("hipify-scan", "hipify-convert", "compile-check")
-    },
+    Cap.CPUS: (lambda: settings.HOST_CPUS, "this host's CPUs"),
 }
 
 
@@ -64,16 +53,20 @@ def param_cap_errors(kind: str, params: dict[str, Any], schema: dict[str, Any]) 
     A value equal to the kind's default is not refused: defaults are ours, and a host
     smaller than they assume holds the job to its limits at run time instead.
     """
+    spec = KINDS.get(kind)
+    if spec is None:
+        return []
     properties = schema.get("properties", {})
     problems = []
-    for (cap_kind, name), (cap_of, what) in CAPS.items():
-        if cap_kind != kind or name not in params:
+    for name, cap_name in spec.param_caps.items():
+        if name not in params:
             continue
         value = params[name]
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
         if value == properties.get(name, {}).get("default"):
             continue
+        cap_of, what = CAPS[cap_name]
         cap = cap_of()
         if value > cap:
             problems.append(f"{name}: at most {_number(cap)}, {what}; {_number(value)} asked")

@@ -1,6 +1,7 @@
 """The porting report of a project: what its HIPIFY scans and compile checks found.
 
 One function builds it for the page, the JSON API and the downloadable HTML alike.
+A report about two kinds, so it names them, through their own modules (``KIND.name``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from jobs.choices import JobStatus
 from jobs.models import Artifact, Job, Measurement
 from jobs.services import artifact_file
 from stack import contract
+from stack.kinds import compile_check, hipify_scan
 from teams.models import AdoptionProject
 
-SCAN = "hipify-scan"
-COMPILE = "compile-check"
+SCAN = hipify_scan.KIND.name  # also the benchmark its measurements are stored under
+COMPILE = compile_check.KIND.name
 # Counted per place (code, comment, string, ...); the report counts the code ones,
 # in the burn-down and in the file table's columns of the same names.
 BURN_DOWN_METRICS = ("unsupported", "removed", "deprecated", "unconverted")

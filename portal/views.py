@@ -24,14 +24,15 @@ from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import IllegalTransition, Job
 from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
+from portal.kinds import presenter_for, project_steps
 from portal.porting import (
     DEFAULT_SORT,
     FILE_COLUMNS,
     FILES_PER_PAGE,
+    SCAN,
     burn_down_series,
     porting_report,
 )
-from portal.reports import gemm_charts
 from stack.kinds import KINDS
 from teams.access import can_write, projects_for, teams_for, writable_team_ids
 from teams.models import AdoptionProject, SourceSnapshot, Team
@@ -69,6 +70,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = _job(request, pk)
     events = list(job.events.order_by("id")[:2000])
+    presenter = presenter_for(job.kind)
     return render(
         request,
         "portal/job_detail.html",
@@ -78,7 +80,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "cursor": events[-1].id if events else 0,
             "artifacts": job.artifacts.all(),
             "measurements": job.measurements.all()[:500],
-            "charts": gemm_charts(job.measurements.filter(benchmark="gemm")),
+            "charts": presenter.charts(job),
+            "presenter": presenter,
             "environment": job.environment,
             "env_data": job.environment.data if job.environment else None,
             "summary_json": json.dumps(job.summary, indent=2) if job.summary else "",
@@ -245,6 +248,8 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     # The steps run on the newest ready source: no buttons (nor targets to show)
     # while every source is still being fetched or has failed.
     ready = writable and newest_ready(project) is not None
+    # kind -> what its button says, with what the job takes from the project
+    steps = {p.kind.name: p.step_label(project) for p in project_steps()} if ready else {}
     sources = list(project.sources.all()[:20])
     return render(
         request,
@@ -255,28 +260,20 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "sources_pending": any(s.status == SourceSnapshot.Status.PENDING for s in sources),
             "jobs": project.jobs.all()[:20],
             "can_write": writable,
-            "steps": PROJECT_STEPS,
+            "steps": steps,
             "source_ready": ready,
-            "compile_targets": project.compile_targets() if ready else [],
         },
     )
-
-
-# The roadmap's steps a project page starts with one click: kind -> what the button says.
-PROJECT_STEPS = {
-    "hipify-scan": "Scan with HIPIFY",
-    "hipify-convert": "Convert to HIP",
-    "compile-check": "Compile check",
-}
 
 
 @login_required
 @require_POST
 def project_step(request: HttpRequest, pk: int) -> HttpResponse:
-    """Submit one roadmap step (PROJECT_STEPS) for the project's newest source."""
+    """Submit one roadmap step (a kind whose presenter has a step) for the project's newest
+    source."""
     project = _project(request, pk)
     kind = request.POST.get("kind", "")
-    if kind not in PROJECT_STEPS:
+    if kind not in {p.kind.name for p in project_steps()}:
         raise Http404("no such step")
     if not can_write(request.user, project.team_id):
         messages.error(request, "Viewers cannot submit jobs.")
@@ -317,6 +314,7 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
             if report["burn_down"]
             else None
         ),
+        "scan_kind": SCAN,
         "sort": sort,
         "descending": descending,
         "columns": FILE_COLUMNS,

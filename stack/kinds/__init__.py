@@ -23,8 +23,10 @@ from stack.kinds import (
 )
 from stack.kinds.base import (
     NON_FIELD_ERRORS,
+    Cap,
     Kind,
     ParamsError,
+    ProjectFact,
     Runner,
     UnknownKind,
     apply_defaults,
@@ -41,8 +43,10 @@ for _kind in KINDS.values():
 __all__ = [
     "KINDS",
     "NON_FIELD_ERRORS",
+    "Cap",
     "Kind",
     "ParamsError",
+    "ProjectFact",
     "Runner",
     "UnknownKind",
     "apply_defaults",

@@ -29,6 +29,28 @@ class UnknownKind(LookupError):
         self.name = name
 
 
+class Cap:
+    """What this installation gives one job, by name: a kind says which of its parameters
+    counts against which (``Kind.param_caps``), and the server reads each cap's value from
+    its settings (jobs/param_caps.py), so no generic code keeps a table of kinds."""
+
+    RUN_SECONDS = "run_seconds"  # the longest a job may run
+    FILE_BYTES = "file_bytes"  # the largest file a job may write
+    MEMORY_MB = "memory_mb"  # the memory one job may take
+    PROCESSES = "processes"  # the processes one job may start
+    CPUS = "cpus"  # this host's CPUs
+    ALL = (RUN_SECONDS, FILE_BYTES, MEMORY_MB, PROCESSES, CPUS)
+
+
+class ProjectFact:
+    """What a kind may take from the project a job is for, by name: ``Kind.project_defaults``
+    maps a parameter to one of these, and the server fills it from the project
+    (teams/facts.py) when the job does not name its own."""
+
+    COMPILE_TARGETS = "compile_targets"  # the AMD architectures of the project's target GPUs
+    ALL = (COMPILE_TARGETS,)
+
+
 class ParamsError(ValueError):
     """Parameters that do not fit a kind's schema.
 
@@ -57,7 +79,10 @@ class Kind:
     but says little), ``default_image`` (the container image for its jobs; None:
     the server's ``ROCPATH_IMAGE``), ``phases`` (the roadmap phases, 1 to 4, whose
     work it does; empty for the orchestrator's own kinds) and ``install_hints``
-    (where each external tool it drives comes from, for ToolMissing messages).
+    (where each external tool it drives comes from, for ToolMissing messages),
+    ``param_caps`` (parameter -> the Cap it may not exceed on this installation) and
+    ``project_defaults`` (parameter -> the ProjectFact it defaults to when the job is
+    for a project and does not name it).
     """
 
     name: str
@@ -73,10 +98,26 @@ class Kind:
     default_image: str | None = None
     phases: tuple[int, ...] = ()
     install_hints: Mapping[str, str] = field(default_factory=dict, hash=False)
+    param_caps: Mapping[str, str] = field(default_factory=dict, hash=False)
+    project_defaults: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if any(phase not in (1, 2, 3, 4) for phase in self.phases):
             raise ValueError(f"kind {self.name}: phases must be among 1-4, not {self.phases}")
+        # Checked here, when the registry is built, so a typo fails at start-up rather
+        # than leaving a parameter silently uncapped or unfilled.
+        properties = self.params_schema.get("properties", {})
+        for what, mapping, known in (
+            ("param_caps", self.param_caps, Cap.ALL),
+            ("project_defaults", self.project_defaults, ProjectFact.ALL),
+        ):
+            for param, name in mapping.items():
+                if param not in properties:
+                    raise ValueError(f"kind {self.name}: {what} names no parameter {param!r}")
+                if name not in known:
+                    raise ValueError(
+                        f"kind {self.name}: {what}[{param!r}] is {name!r}, not one of {known}"
+                    )
 
     def load_runner(self) -> Runner:
         """Import the runner function now (the CLI calls this, the web side never needs to)."""

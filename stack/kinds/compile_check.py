@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from stack.hipify.schemas import COMPILE_CHECK_PARAMS, HIPCC_HINT, HIPIFY_PERL_HINT
-from stack.kinds.base import Kind
+from stack.kinds.base import Cap, Kind, ProjectFact
 from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing, ToolTimeout, run_tool, which
 
@@ -40,6 +40,9 @@ KIND = Kind(
     takes_source=True,
     phases=(2,),
     install_hints={"hipify-perl": HIPIFY_PERL_HINT, "hipcc": HIPCC_HINT},
+    param_caps={"file_timeout_s": Cap.RUN_SECONDS, "jobs": Cap.CPUS},
+    # A project says which GPUs it is ported for: compile for their architectures.
+    project_defaults={"targets": ProjectFact.COMPILE_TARGETS},
 )
 
 

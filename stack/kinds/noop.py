@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from stack.contract import ERRORED, FAILED, STATUSES, SUCCEEDED
-from stack.kinds.base import Kind
+from stack.kinds.base import Cap, Kind
 from stack.runtime import Measurement, RunContext, RunResult
 
 KIND = Kind(
@@ -64,6 +64,7 @@ KIND = Kind(
     },
     default_timeout_s=600,
     runner="stack.kinds.noop:run",
+    param_caps={"seconds": Cap.RUN_SECONDS, "write_bytes": Cap.FILE_BYTES},
 )
 
 

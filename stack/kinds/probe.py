@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stack.kinds.base import Kind
+from stack.kinds.base import Cap, Kind
 from stack.probe import TOOL_TIMEOUT_S, TOOLS, TORCH_TIMEOUT_S, probe_host
 from stack.runtime import RunContext, RunResult
 from stack.tools import INSTALL_HINTS
@@ -46,6 +46,7 @@ KIND = Kind(
     runner="stack.kinds.probe:run",
     phases=(1,),
     install_hints={tool: INSTALL_HINTS[tool] for tool in TOOLS},
+    param_caps={"tool_timeout_s": Cap.RUN_SECONDS, "torch_timeout_s": Cap.RUN_SECONDS},
 )
 
 

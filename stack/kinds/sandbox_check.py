@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from stack.contract import FAILED, SUCCEEDED
-from stack.kinds.base import Kind
+from stack.kinds.base import Cap, Kind
 from stack.runtime import RunContext, RunResult
 
 KIND = Kind(
@@ -52,6 +52,7 @@ KIND = Kind(
     },
     default_timeout_s=120,
     runner="stack.kinds.sandbox_check:run",
+    param_caps={"megabytes": Cap.MEMORY_MB, "max_processes": Cap.PROCESSES},
 )
 
 

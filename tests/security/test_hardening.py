@@ -26,7 +26,7 @@ def browser(user) -> Client:
 
 def _pages(team) -> list[str]:
     project = make_project(team, "ported")
-    job = make_job(team, status=JobStatus.RUNNING, project=project)
+    job = make_job(team, kind="blas-bench", status=JobStatus.RUNNING, project=project)
     JobEvent.objects.create(job=job, kind="log", message="hello")
     for size, value in ((1024, 10.0), (2048, 20.0)):
         Measurement.objects.create(

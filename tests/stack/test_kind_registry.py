@@ -130,3 +130,29 @@ def test_kinds_as_json_lists_every_kind_with_schema_and_defaults():
         "defaults",
     }
     assert noop["defaults"]["steps"] == 1
+
+
+def _kind(**fields):
+    schema = {
+        "type": "object",
+        "properties": {"seconds": {"type": "number", "default": 0}},
+        "additionalProperties": False,
+    }
+    return Kind(
+        name="x", title="X", description="", params_schema=schema, default_timeout_s=1,
+        runner="m:f", **fields,
+    )  # fmt: skip
+
+
+def test_a_kind_caps_and_fills_only_parameters_it_has_by_names_the_server_knows():
+    from stack.kinds import Cap, ProjectFact
+
+    assert _kind(param_caps={"seconds": Cap.RUN_SECONDS}).param_caps == {"seconds": "run_seconds"}
+    with pytest.raises(ValueError, match="param_caps names no parameter 'secs'"):
+        _kind(param_caps={"secs": Cap.RUN_SECONDS})
+    with pytest.raises(ValueError, match=r"param_caps\['seconds'\] is 'forever'"):
+        _kind(param_caps={"seconds": "forever"})
+    with pytest.raises(ValueError, match="project_defaults names no parameter 'targets'"):
+        _kind(project_defaults={"targets": ProjectFact.COMPILE_TARGETS})
+    with pytest.raises(ValueError, match=r"project_defaults\['seconds'\] is 'age'"):
+        _kind(project_defaults={"seconds": "age"})

@@ -1,4 +1,4 @@
-"""What the pages draw from stored results: charts and tables built from Measurements."""
+"""blas-bench on the job page: GEMM charts, the claims check and what was not measured."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from collections.abc import Iterable
 
 from django.utils.safestring import SafeString
 
-from jobs.models import Measurement
+from jobs.models import Job, Measurement
 from portal.charts import xy_chart
+from portal.kinds.base import Presenter
+from stack.blas.gemm import FAMILY as GEMM
+from stack.kinds.blas_bench import KIND
 
 
 def _size(case: dict) -> float | None:
@@ -26,7 +29,7 @@ def gemm_charts(measurements: Iterable[Measurement]) -> list[SafeString]:
     peak: dict[str, list[tuple[float, float]]] = defaultdict(list)
     unit = "TFLOP/s"
     for m in measurements:
-        if m.benchmark != "gemm" or (size := _size(m.case)) is None:
+        if m.benchmark != GEMM or (size := _size(m.case)) is None:
             continue
         label = f"{m.case.get('backend', '?')} {m.case.get('precision', '?')}"
         if m.case.get("batch", 1) not in (1, None):
@@ -51,3 +54,13 @@ def gemm_charts(measurements: Iterable[Measurement]) -> list[SafeString]:
             )
         )
     return charts
+
+
+class BlasBenchPresenter(Presenter):
+    partial = "portal/kinds/blas_bench.html"
+
+    def charts(self, job: Job) -> list[SafeString]:
+        return gemm_charts(job.measurements.filter(benchmark=GEMM))
+
+
+PRESENTER = BlasBenchPresenter(KIND)

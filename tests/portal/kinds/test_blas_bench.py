@@ -1,5 +1,5 @@
 from jobs.models import Measurement
-from portal.reports import gemm_charts
+from portal.kinds.blas_bench import gemm_charts
 from tests.factories import make_job
 
 

@@ -1,0 +1,30 @@
+"""The presenters of the kinds that show something special; every other kind gets the default.
+
+A kind is its module under stack/kinds; if its pages show more than every job shows
+(a partial on the job page, charts, a project step), it also has one module here
+holding its ``PRESENTER``, and one line in ``_MODULES``. Generic views and templates
+ask ``presenter_for(kind)`` and never name a kind.
+"""
+
+from __future__ import annotations
+
+from portal.kinds import blas_bench, compile_check, hipify_convert, hipify_scan
+from portal.kinds.base import Presenter, ProjectStep
+from stack.kinds import KINDS
+
+_MODULES = (blas_bench, hipify_scan, hipify_convert, compile_check)
+
+PRESENTERS: dict[str, Presenter] = {m.PRESENTER.kind.name: m.PRESENTER for m in _MODULES}
+
+__all__ = ["PRESENTERS", "Presenter", "ProjectStep", "presenter_for", "project_steps"]
+
+
+def presenter_for(kind: str) -> Presenter:
+    """The kind's presenter; the default one (showing nothing special) if it has none."""
+    return PRESENTERS.get(kind) or Presenter(KINDS.get(kind))
+
+
+def project_steps() -> list[Presenter]:
+    """The presenters of the kinds a project page starts with one click, in their order."""
+    stepped = [p for p in PRESENTERS.values() if p.step is not None]
+    return sorted(stepped, key=lambda p: p.step.order)  # type: ignore[union-attr]
