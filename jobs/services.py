@@ -30,9 +30,9 @@ from config.celery import queue_task
 from jobs.choices import EventKind, JobStatus, LaunchType
 from jobs.executors import ExecutorError, get_executor, resolve_executor
 from jobs.executors.base import JobSpec, Outcome
-from jobs.executors.gpu import worker_inventory
-from jobs.gpus import hold_gpus
-from jobs.gpus import release as release_gpus
+from jobs.executors.gpu_profiles import worker_inventory
+from jobs.leases import hold_gpus
+from jobs.leases import release as release_gpus
 from jobs.models import Artifact, Environment, IllegalTransition, Job, JobEvent, Measurement
 from jobs.outputs import Collected, Refused, collect_artifacts, read_result
 from jobs.param_caps import param_cap_errors
@@ -484,11 +484,11 @@ def execute_job(job_id: int, *, worker: str) -> str:
     executor_name = resolve_executor()  # cached per process
     if not job.claim(worker, executor=executor_name):
         return "skipped: claimed elsewhere"
-    workdir = job_dir(job.pk)
+    folder = job_dir(job.pk)
     spec = JobSpec(
         job_id=job.pk,
         kind=job.kind,
-        workdir=workdir,
+        job_dir=folder,
         timeout_s=job.timeout_s,
         image=job.image,
         hardware=job.requested_hardware,
@@ -499,9 +499,9 @@ def execute_job(job_id: int, *, worker: str) -> str:
     )
     hooks = DatabaseHooks(job)
     try:
-        if workdir.exists():  # a leftover from an earlier attempt must not leak into this one
-            shutil.rmtree(workdir)
-        workdir.mkdir(parents=True)  # the executor makes out/ and work/ in prepare()
+        if folder.exists():  # a leftover from an earlier attempt must not leak into this one
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)  # the executor makes out/ and work/ in prepare()
         spec.params_file.write_text(json.dumps(job.params))
         held = hold_gpus(job, spec, hooks, worker_inventory)
         if held is None:

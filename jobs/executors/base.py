@@ -26,7 +26,7 @@ class JobSpec:
 
     job_id: int
     kind: str
-    workdir: Path  # holds params.json (read-only input) and out/
+    job_dir: Path  # the job's folder: params.json (read-only input), work/ and out/
     timeout_s: int
     image: str = ""
     hardware: dict = field(default_factory=dict)
@@ -45,15 +45,15 @@ class JobSpec:
 
     @property
     def params_file(self) -> Path:
-        return self.workdir / "params.json"
+        return self.job_dir / "params.json"
 
     @property
     def work_dir(self) -> Path:
-        return self.workdir / "work"
+        return self.job_dir / "work"
 
     @property
     def out_dir(self) -> Path:
-        return self.workdir / "out"
+        return self.job_dir / "out"
 
 
 # How often a running job's worker asks whether it was canceled, and how many stderr

@@ -32,7 +32,7 @@ from jobs.executors.base import (
     Outcome,
     log,
 )
-from jobs.executors.gpu import (
+from jobs.executors.gpu_profiles import (
     NO_GPU,
     GpuProfile,
     GpuUnavailable,

@@ -109,7 +109,7 @@ def _kill_group(pgid: int, sig: int) -> None:
 
 
 def visible_devices(hardware: dict) -> dict[str, str]:
-    """The variables that show a local runner only the GPUs leased to its job (jobs.gpus).
+    """The variables that show a local runner only the GPUs leased to its job (jobs.leases).
 
     Indices are the host's, in the inventory's order: nvidia-smi's, which is PCI
     bus order (hence CUDA_DEVICE_ORDER); for AMD the probe's (amd-smi, else rocm-smi
@@ -155,7 +155,7 @@ class LocalExecutor(Executor):
             {
                 "PYTHONPATH": str(Path(settings.BASE_DIR)),
                 "PYTHONUNBUFFERED": "1",
-                "HOME": str(spec.workdir),
+                "HOME": str(spec.job_dir),
                 "ROCPATH_JOB_ID": str(spec.job_id),
             }
         )
@@ -227,7 +227,7 @@ class LocalExecutor(Executor):
                 box = sandbox_request(layout, limits_for(spec))
                 try:
                     runner = zygote_for(argv[0], env, sandboxed=True).spawn(
-                        argv[1:], env, spec.workdir, None, sandbox=box
+                        argv[1:], env, spec.job_dir, None, sandbox=box
                     )
                     runner.mode = f"sandboxed, forked from the zygote, uid {layout.uid}"
                 except ZygoteError as exc:
@@ -239,12 +239,12 @@ class LocalExecutor(Executor):
         if settings.ROCPATH_LOCAL_ZYGOTE:
             try:
                 runner = zygote_for(argv[0], env).spawn(
-                    argv[1:], env, spec.workdir, spec.memory_limit_bytes
+                    argv[1:], env, spec.job_dir, spec.memory_limit_bytes
                 )
             except ZygoteError as exc:
                 logger.warning("zygote unavailable, starting a fresh interpreter: %s", exc)
         if runner is None:
-            runner = PopenRunner.start(argv, env, spec.workdir, spec.memory_limit_bytes)
+            runner = PopenRunner.start(argv, env, spec.job_dir, spec.memory_limit_bytes)
         return self._follow(runner, spec, hooks)
 
     def _follow(self, proc: Runner, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:

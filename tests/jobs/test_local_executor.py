@@ -50,7 +50,7 @@ def runner_mode(request, settings) -> str:
 
 
 def _spec(tmp_path: Path, kind: str, params: dict, timeout_s: int = 30) -> JobSpec:
-    spec = JobSpec(job_id=1, kind=kind, workdir=tmp_path, timeout_s=timeout_s)
+    spec = JobSpec(job_id=1, kind=kind, job_dir=tmp_path, timeout_s=timeout_s)
     spec.params_file.write_text(json.dumps(params))
     return spec
 
@@ -178,7 +178,7 @@ def test_a_job_asking_for_a_memory_limit_is_held_to_it(tmp_path):
     spec = JobSpec(
         job_id=1,
         kind="sandbox-check",
-        workdir=tmp_path,
+        job_dir=tmp_path,
         timeout_s=60,
         hardware={"memory_mb": 256},
     )

@@ -23,7 +23,7 @@ from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.base import ExecutorError, JobSpec
 from jobs.executors.docker import _read_output, container_params, limits_for
-from jobs.executors.gpu import NO_GPU
+from jobs.executors.gpu_profiles import NO_GPU
 from jobs.models import JobEvent
 from tests.factories import make_job
 from tests.workers import TERMINAL, _start_worker, wait_for_status, wait_until
@@ -118,7 +118,7 @@ def test_an_operator_cap_above_the_host_stops_the_start_up(settings):
 
 def test_the_engines_own_log_of_a_container_is_capped(tmp_path, settings):
     settings.ROCPATH_DOCKER_LOG_MAX_MB = 16
-    spec = JobSpec(job_id=1, kind="noop", workdir=tmp_path, timeout_s=60, image="i")
+    spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60, image="i")
     log = container_params(spec, NO_GPU)["log_config"]
     assert log["Type"] == "json-file"
     assert log["Config"] == {"max-size": "8m", "max-file": "2"}
@@ -126,7 +126,7 @@ def test_the_engines_own_log_of_a_container_is_capped(tmp_path, settings):
 
 def test_no_file_in_a_container_can_grow_past_the_artifact_cap(tmp_path, settings):
     settings.ROCPATH_ARTIFACT_MAX_BYTES = 5 * MiB
-    spec = JobSpec(job_id=1, kind="noop", workdir=tmp_path, timeout_s=60, image="i")
+    spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60, image="i")
     (fsize,) = [u for u in container_params(spec, NO_GPU)["ulimits"] if u["Name"] == "fsize"]
     assert fsize["Soft"] == fsize["Hard"] == 5 * MiB
 
@@ -218,9 +218,9 @@ def test_a_container_linking_result_json_to_another_jobs_result_shows_nothing_of
     theirs.write_text(json.dumps({"summary": {"secret": "other team"}}))
     job = make_job(team, status=JobStatus.RUNNING, worker="w@h")
     spec = JobSpec(
-        job_id=job.pk, kind="noop", workdir=services.job_dir(job.pk), timeout_s=60, image=job_image
+        job_id=job.pk, kind="noop", job_dir=services.job_dir(job.pk), timeout_s=60, image=job_image
     )
-    spec.workdir.mkdir(parents=True)
+    spec.job_dir.mkdir(parents=True)
     spec.params_file.write_text("{}")
     real = docker_executor.container_params
 

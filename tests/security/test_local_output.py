@@ -30,8 +30,8 @@ class Recorder:
 
 
 def _run(tmp_path, monkeypatch, code: str) -> Recorder:
-    spec = JobSpec(job_id=5, kind="noop", workdir=tmp_path / "job", timeout_s=300)
-    spec.workdir.mkdir()
+    spec = JobSpec(job_id=5, kind="noop", job_dir=tmp_path / "job", timeout_s=300)
+    spec.job_dir.mkdir()
     spec.params_file.write_text("{}")
     python = settings.ROCPATH_STACK_PYTHON or sys.executable
     monkeypatch.setattr(LocalExecutor, "command", lambda self, spec: [python, "-c", code])

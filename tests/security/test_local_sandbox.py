@@ -136,9 +136,9 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
     (private / "root-only.txt").write_text("only root may read this\n")
     (private / "root-only.txt").chmod(0o600)
     (private / "k.cu").write_text("// the team's own source\n")
-    workdir = jobs / "999"
-    workdir.mkdir(parents=True)
-    spec = JobSpec(job_id=999, kind="noop", workdir=workdir, timeout_s=60, inputs={"src": private})
+    folder = jobs / "999"
+    folder.mkdir(parents=True)
+    spec = JobSpec(job_id=999, kind="noop", job_dir=folder, timeout_s=60, inputs={"src": private})
     spec.params_file.write_text("{}")
     targets = {
         "read": {
@@ -171,7 +171,7 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
         for _, line in recorder.lines
         if line.startswith("RESULT")
     )
-    return result, recorder, workdir
+    return result, recorder, folder
 
 
 def test_a_local_job_cannot_read_the_secret_key_shadow_the_workers_environment_or_other_jobs(
@@ -270,9 +270,9 @@ MARK_RAN = "import os, sys; open(os.path.join(sys.argv[1], 'ran'), 'w').write('r
 
 
 def _noop_spec(job_id: int, cache_dir: Path | None = None) -> JobSpec:
-    workdir = Path(settings.ARTIFACT_ROOT) / "jobs" / str(job_id)
-    workdir.mkdir(parents=True)
-    spec = JobSpec(job_id=job_id, kind="noop", workdir=workdir, timeout_s=60, cache_dir=cache_dir)
+    folder = Path(settings.ARTIFACT_ROOT) / "jobs" / str(job_id)
+    folder.mkdir(parents=True)
+    spec = JobSpec(job_id=job_id, kind="noop", job_dir=folder, timeout_s=60, cache_dir=cache_dir)
     spec.params_file.write_text("{}")
     return spec
 
