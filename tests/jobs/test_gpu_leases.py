@@ -212,7 +212,7 @@ def test_a_gpu_job_canceled_while_it_waits_ends_canceled_and_holds_nothing(team,
         Job.objects.filter(pk=job.pk).update(cancel_requested_at=timezone.now())
 
     monkeypatch.setattr(leases.time, "sleep", user_cancels)
-    monkeypatch.setattr(services, "worker_inventory", lambda: TWO_H200)
+    monkeypatch.setattr("jobs.services.run.worker_inventory", lambda: TWO_H200)
     assert services.execute_job(job.pk, worker="w@h") == "canceled"
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELED
@@ -226,7 +226,7 @@ def test_a_gpu_job_runs_on_its_leased_gpu_and_gives_it_back(team, monkeypatch):
     leases.try_lease(holder, request_for({"gpu_indices": [0]}, TWO_H200, None), leases.host())
     job = make_job(team, kind="noop", params={}, requested_hardware={"gpu_count": 1})
     job.mark_queued("task-x")
-    monkeypatch.setattr(services, "worker_inventory", lambda: TWO_H200)
+    monkeypatch.setattr("jobs.services.run.worker_inventory", lambda: TWO_H200)
     assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED
     messages = list(job.events.values_list("message", flat=True))
     assert f"leased nvidia GPU(s) [1] of {leases.host()}" in messages
