@@ -49,7 +49,7 @@ def test_a_one_mib_line_is_cut_with_a_note(tmp_path, monkeypatch, settings):
         (line,) = [text for where, text in recorder.lines if where == stream]
         assert line.startswith("x" * 100 if stream == "stdout" else "y" * 100)
         assert len(line) < limit + 200
-        assert f"line cut at {limit} bytes, {2**20 - limit} more dropped" in line
+        assert line.endswith(f"[line cut at {limit} bytes]")
 
 
 def test_a_100_mb_line_without_a_newline_is_read_in_linear_time(tmp_path, monkeypatch, settings):
