@@ -22,6 +22,7 @@ from jobs.leases import release as release_gpus
 from jobs.models import Job, JobEvent
 from jobs.services.ingest import conclude
 from jobs.services.paths import cache_dir_for, job_dir
+from jobs.services.submit import enqueue
 from teams.sources import tree_of
 
 logger = logging.getLogger(__name__)
@@ -29,6 +30,10 @@ logger = logging.getLogger(__name__)
 
 MAX_EVENTS_PER_JOB = 20_000
 EVENT_FLUSH_S = 0.25
+# A job whose executor fails for a reason that may pass (ExecutorError, permanent=False)
+# runs at most MAX_ATTEMPTS times, the next attempt after these pauses.
+MAX_ATTEMPTS = 3
+RETRY_DELAYS_S = (10, 60)
 
 
 @dataclass
@@ -202,8 +207,7 @@ def execute_job(job_id: int, *, worker: str) -> str:
             outcome = get_executor(executor_name).run(spec, hooks)
     except ExecutorError as exc:
         hooks.close()
-        job.fail_to_run(str(exc))
-        return "errored"
+        return _retry_or_fail(job, exc)
     except Exception as exc:
         hooks.close()
         logger.exception("job %s: executor crashed", job.pk)
@@ -212,6 +216,27 @@ def execute_job(job_id: int, *, worker: str) -> str:
     finally:
         release_gpus(job)
     return conclude(job, spec, outcome, hooks)
+
+
+def _retry_or_fail(job: Job, error: ExecutorError) -> str:
+    """Queue the job again after a pause when its executor's error may pass (an engine
+    that did not answer) and it has attempts left; else end it errored with the error.
+
+    A job whose cancel was asked for is not queued again. The attempt that failed
+    stays in the job's log, and the status line says when the next one starts.
+    """
+    attempt = job.attempt
+    if error.permanent or attempt >= MAX_ATTEMPTS:
+        job.fail_to_run(str(error))
+        return "errored"
+    if Job.objects.filter(pk=job.pk, cancel_requested_at__isnull=False).exists():
+        job.fail_to_run(str(error))
+        return "errored"
+    delay = RETRY_DELAYS_S[attempt - 1]
+    note = f"attempt {attempt} of {MAX_ATTEMPTS} could not run ({error}): again in {delay} s"
+    if not enqueue(job, countdown=delay, note=note):
+        return f"ended elsewhere: {Job.objects.get(pk=job.pk).status}"
+    return "queued again"
 
 
 def _redelivered(job: Job) -> str:

@@ -239,16 +239,19 @@ def queue_for(job: Job) -> str:
 RUN_TASK = "jobs.run_job"  # jobs/tasks.py
 
 
-def enqueue(job: Job) -> None:
+def enqueue(job: Job, *, countdown: float | None = None, note: str = "") -> bool:
     """Mark the job queued under a new task id and queue its run (by name: jobs.tasks
-    imports this module)."""
+    imports this module), to start no sooner than ``countdown`` s from now when given.
+    False when the job moved first (canceled before it could be queued)."""
     task_id = str(uuid.uuid4())
-    if not job.mark_queued(task_id):
-        return  # canceled before it could be queued
+    if not job.mark_queued(task_id, note=note):
+        return False
     queue_task(
         RUN_TASK,
         job.pk,
         task_id=task_id,
         queue=queue_for(job),
         on_error=lambda exc: job.fail_to_run(f"could not reach the job queue: {exc}"),
+        countdown=countdown,
     )
+    return True
