@@ -20,6 +20,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -242,13 +243,16 @@ class DockerExecutor(Executor):
         # The id of the image this container was made from: what really ran, whatever
         # the tag points at by now.
         digest = self.digest_of(self.container.attrs.get("Image", ""))
+        # Attached before it starts (as `docker run` does): attached to a container that
+        # has already exited, the stream may never end.
+        output = self.container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
         self.container.start()
         log(
             hooks,
             f"container {self.container.short_id} started from {spec.image} "
             f"({digest[:19]}), GPU profile {gpu.name}",
         )
-        return ContainerRun(self.container, spec, digest)
+        return ContainerRun(self.container, spec, digest, output)
 
     def cleanup(self, spec: JobSpec) -> None:
         # Removal (tens of ms) need not delay the job's result: it runs beside the
@@ -261,9 +265,9 @@ class ContainerRun(Started):
     """A started container as the follow loop drives it: its output read by a thread of
     its own, its out folder watched by another (OutWatch), its end told by the engine."""
 
-    def __init__(self, container: Any, spec: JobSpec, digest: str) -> None:
+    def __init__(self, container: Any, spec: JobSpec, digest: str, output: Any) -> None:
         self.container, self.spec, self.digest = container, spec, digest
-        self.output = ContainerOutput(container)
+        self.output = ContainerOutput(output)
         self.watch = OutWatch(container, spec)
         self.watch.start()
 
@@ -301,14 +305,15 @@ class ContainerRun(Started):
 
 
 class ContainerOutput:
-    """The container's demultiplexed output, read by a thread and handed out as chunks."""
+    """The container's attached output (demultiplexed: (stdout, stderr) pairs), read by a
+    thread and handed out as chunks."""
 
     MAX_CHUNKS = 64  # handed out per read, so the loop still looks at the clock
 
-    def __init__(self, container: Any) -> None:
+    def __init__(self, stream: Iterable[tuple[bytes | None, bytes | None]]) -> None:
         self.chunks: queue.Queue = queue.Queue()
         self.ended = False
-        threading.Thread(target=_read_output, args=(container, self.chunks), daemon=True).start()
+        threading.Thread(target=_read_output, args=(stream, self.chunks), daemon=True).start()
 
     def read(self, timeout: float) -> list[tuple[str, bytes]] | None:
         if self.ended:
@@ -385,13 +390,11 @@ def _stop(container: Any) -> None:
         container.stop(timeout=STOP_GRACE_S)
 
 
-def _read_output(container: Any, chunks: queue.Queue) -> None:
+def _read_output(stream: Iterable[tuple[bytes | None, bytes | None]], chunks: queue.Queue) -> None:
     """Put the container's output on ``chunks`` as (stream, bytes), b"" as each stream's
     end, then None; the follow loop cuts it into lines."""
     try:
-        for out, err in container.attach(
-            stdout=True, stderr=True, stream=True, logs=True, demux=True
-        ):
+        for out, err in stream:
             for stream, chunk in (("stdout", out), ("stderr", err)):
                 if chunk:
                     chunks.put((stream, chunk))

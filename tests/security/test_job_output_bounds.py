@@ -26,6 +26,7 @@ from jobs.executors.docker import ContainerOutput, container_params, limits_for
 from jobs.executors.gpu_profiles import NO_GPU
 from jobs.models import JobEvent
 from tests.factories import make_job
+from tests.hooks import Recorder
 from tests.workers import TERMINAL, _start_worker, wait_for_status, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +69,7 @@ class _Reading(Started):
     """The docker engine's output reader over a stream, with nothing to stop."""
 
     def __init__(self, container: _Stream) -> None:
-        self.output = ContainerOutput(container)
+        self.output = ContainerOutput(container.attach(stream=True, demux=True))
 
     def read(self, timeout: float) -> list[tuple[str, bytes]] | None:
         return self.output.read(timeout)
@@ -80,27 +81,10 @@ class _Reading(Started):
         outcome.exit_code = 0
 
 
-class _Lines:
-    def __init__(self) -> None:
-        self.lines: list[tuple[str, str]] = []
-
-    def on_event(self, event: dict) -> None:
-        pass
-
-    def on_line(self, line: str, stream: str) -> None:
-        self.lines.append((stream, line))
-
-    def should_cancel(self) -> bool:
-        return False
-
-    def heartbeat(self) -> None:
-        pass
-
-
 def test_a_100_mb_line_without_a_newline_is_cut_and_read_in_linear_time(settings, tmp_path):
     settings.ROCPATH_EVENT_LINE_MAX_BYTES = 64 * 1024
     spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60)
-    hooks = _Lines()
+    hooks = Recorder()
     started = time.monotonic()
     outcome = follow(_Reading(_Stream(100 * 1000 * 1000)), spec, hooks)
     elapsed = time.monotonic() - started

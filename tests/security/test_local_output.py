@@ -9,24 +9,7 @@ from django.conf import settings
 
 from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[dict] = []
-        self.lines: list[tuple[str, str]] = []
-
-    def on_event(self, event: dict) -> None:
-        self.events.append(event)
-
-    def on_line(self, line: str, stream: str) -> None:
-        self.lines.append((stream, line))
-
-    def should_cancel(self) -> bool:
-        return False
-
-    def heartbeat(self) -> None:
-        pass
+from tests.hooks import Recorder
 
 
 def _run(tmp_path, monkeypatch, code: str) -> Recorder:

@@ -29,6 +29,7 @@ from jobs.executors.sandbox import Mount, sandbox_problem
 from teams.models import SourceSnapshot
 from teams.sources import tree_of
 from tests.factories import make_job, make_project
+from tests.hooks import Recorder
 
 pytestmark = pytest.mark.skipif(
     sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"
@@ -67,24 +68,6 @@ with open(os.path.join(targets["out"], "hostile.json"), "w") as handle:
     json.dump(seen, handle)
 print("RESULT " + json.dumps(seen), flush=True)
 """
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[dict] = []
-        self.lines: list[tuple[str, str]] = []
-
-    def on_event(self, event: dict) -> None:
-        self.events.append(event)
-
-    def on_line(self, line: str, stream: str) -> None:
-        self.lines.append((stream, line))
-
-    def should_cancel(self) -> bool:
-        return False
-
-    def heartbeat(self) -> None:
-        pass
 
 
 @pytest.fixture(params=["zygote", "bwrap"])
