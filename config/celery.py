@@ -29,12 +29,14 @@ def queue_task(
     task_id: str | None = None,
     queue: str | None = None,
     on_error: Callable[[Exception], None] | None = None,
+    countdown: float | None = None,
 ) -> None:
     """Send the task ``name`` once the current transaction commits (at once outside one).
 
     After commit, so that the worker finds the rows the caller wrote. When the broker
     cannot be reached the error is logged and handed to ``on_error`` (to mark the row
     that waited on the task failed, saying so), never raised into a commit hook.
+    ``countdown``: run it no sooner than that many seconds from now.
     """
     from django.conf import settings
     from django.db import transaction
@@ -46,6 +48,7 @@ def queue_task(
                 args=list(args),
                 task_id=task_id,
                 queue=queue or settings.CELERY_TASK_DEFAULT_QUEUE,
+                **({"countdown": countdown} if countdown else {}),
             )
         except Exception as exc:  # the broker is down or misconfigured
             logger.exception("could not queue %s%s", name, tuple(args))

@@ -90,7 +90,7 @@ class MeasurementAdmin(admin.ModelAdmin):
 @admin.register(GpuLease)
 class GpuLeaseAdmin(admin.ModelAdmin):
     """Which job holds which GPU of which host. Deleting a row frees that GPU: for an
-    operator clearing a lease by hand (stale ones clear themselves, jobs.gpus)."""
+    operator clearing a lease by hand (stale ones clear themselves, jobs.leases)."""
 
     list_display = ["host", "vendor", "index", "job", "acquired_at"]
     list_filter = ["host", "vendor"]

@@ -25,8 +25,16 @@ TERMINAL_STATUSES = frozenset(
 TRANSITIONS: dict[str, frozenset[str]] = {
     JobStatus.PENDING: frozenset({JobStatus.QUEUED, JobStatus.CANCELED, JobStatus.ERRORED}),
     JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELED, JobStatus.ERRORED}),
+    # running → queued: its executor failed for a passing reason (ExecutorError with
+    # permanent=False) and it is queued again, a bounded number of times (services.run).
     JobStatus.RUNNING: frozenset(
-        {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ERRORED, JobStatus.CANCELED}
+        {
+            JobStatus.QUEUED,
+            JobStatus.SUCCEEDED,
+            JobStatus.FAILED,
+            JobStatus.ERRORED,
+            JobStatus.CANCELED,
+        }
     ),
     JobStatus.SUCCEEDED: frozenset(),
     JobStatus.FAILED: frozenset(),

@@ -40,5 +40,5 @@ def api(user: Any) -> APIClient:
 def no_enqueue(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record enqueues instead of talking to the broker, for tests of the web side alone."""
     sent: list[int] = []
-    monkeypatch.setattr("jobs.services.enqueue", lambda job: sent.append(job.pk))
+    monkeypatch.setattr("jobs.services.submit.enqueue", lambda job: sent.append(job.pk))
     return sent

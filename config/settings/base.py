@@ -187,7 +187,7 @@ ROCPATH_HEARTBEAT_S = env_int("ROCPATH_HEARTBEAT_S", 5, minimum=1)
 ROCPATH_RUNNING_GRACE_S = env_int("ROCPATH_RUNNING_GRACE_S", 120, minimum=1)
 ROCPATH_QUEUED_GRACE_S = env_int("ROCPATH_QUEUED_GRACE_S", 24 * 3600, minimum=1)
 ROCPATH_REAPER_INTERVAL_S = env_int("ROCPATH_REAPER_INTERVAL_S", 60, minimum=1)
-# GPUs are leased per host (jobs/gpus.py): the name leases are held under (default: the
+# GPUs are leased per host (jobs/leases.py): the name leases are held under (default: the
 # hostname; give workers that share GPUs across containers one name), and which of the
 # host's GPUs this worker lends (indices in the probe's list per vendor; default: all).
 ROCPATH_GPU_HOST = env_str("ROCPATH_GPU_HOST", "")

@@ -3,21 +3,40 @@
 An executor knows how to start ``python -m stack run`` somewhere (a local
 process group, a container, ...) and nothing about the database: it talks to
 the caller through an ``ExecutionHooks`` object (stream lines, ask whether to
-cancel, beat). The steps are fixed; engines override the ones they need.
+cancel, beat). The steps are fixed (prepare, start, follow, cleanup); engines
+override the ones they need. Following a started runner is one loop for every
+engine (``follow``: the deadline, the cancel poll, the heartbeat, the stderr tail,
+lines cut by ``LineSplitter`` and parsed into events); an engine supplies what
+differs, as a ``Started``: how its output is read, how it is stopped, how it ended.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from django.conf import settings
 
 from stack import contract
 
 
 class ExecutorError(Exception):
-    """The executor could not run the job: the job ends errored with this message."""
+    """The executor could not run the job: the job ends errored with this message.
+
+    ``permanent`` says whether running it again could help. Most cannot (a job that
+    asks for more than the worker has, an image that is not there, a sandbox that
+    cannot be built), so that is the default; an error of the worker's surroundings
+    (a container engine that does not answer) is not permanent, and the job is queued
+    again, a bounded number of times (jobs.services.run).
+    """
+
+    def __init__(self, message: str, *, permanent: bool = True) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 @dataclass(frozen=True)
@@ -26,7 +45,7 @@ class JobSpec:
 
     job_id: int
     kind: str
-    workdir: Path  # holds params.json (read-only input) and out/
+    job_dir: Path  # the job's folder: params.json (read-only input), work/ and out/
     timeout_s: int
     image: str = ""
     hardware: dict = field(default_factory=dict)
@@ -45,21 +64,23 @@ class JobSpec:
 
     @property
     def params_file(self) -> Path:
-        return self.workdir / "params.json"
+        return self.job_dir / "params.json"
 
     @property
     def work_dir(self) -> Path:
-        return self.workdir / "work"
+        return self.job_dir / "work"
 
     @property
     def out_dir(self) -> Path:
-        return self.workdir / "out"
+        return self.job_dir / "out"
 
 
-# How often a running job's worker asks whether it was canceled, and how many stderr
-# lines it keeps for the error text: the same for every executor.
+# How often a running job's worker asks whether it was canceled, how many stderr lines
+# it keeps for the error text, and how long it waits for output before it looks at the
+# clock again: the same for every executor.
 CANCEL_POLL_S = 0.5
 STDERR_TAIL_LINES = 40
+READ_WAIT_S = 0.1
 
 
 @dataclass
@@ -138,6 +159,80 @@ def log(hooks: ExecutionHooks, message: str, level: str = "info") -> None:
     hooks.on_event(contract.log_event(message, level))
 
 
+class Started(ABC):
+    """A runner an engine started, as the follow loop drives it."""
+
+    @abstractmethod
+    def read(self, timeout: float) -> list[tuple[str, bytes]] | None:
+        """Output that came within ``timeout`` as ("stdout" | "stderr", bytes) pairs, b""
+        when that stream ended; None once every stream has ended."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Ask the runner to end (timeout, cancel) so that it can still write its result;
+        the engine makes sure it ends (SIGKILL after a grace period)."""
+
+    def check(self, now: float) -> str:
+        """The engine's own checks on each pass: why the job was stopped for going over
+        a limit (the engine stopped it already), or ''."""
+        return ""
+
+    @abstractmethod
+    def wait(self, outcome: Outcome) -> None:
+        """Once its output has ended: reap the runner and write how it ended into outcome."""
+
+
+def follow(started: Started, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
+    """Stream a started runner's output into the hooks until it ends, and say how it ended.
+
+    stdout lines that are events go to ``on_event``, other lines to ``on_line``; each
+    line is at most ROCPATH_EVENT_LINE_MAX_BYTES. The runner is stopped at its deadline
+    or when the job was canceled, and the worker beats every ROCPATH_HEARTBEAT_S.
+    """
+    outcome = Outcome()
+    limit = settings.ROCPATH_EVENT_LINE_MAX_BYTES
+    beat_every = settings.ROCPATH_HEARTBEAT_S
+    splitters = {"stdout": LineSplitter(limit), "stderr": LineSplitter(limit)}
+    tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+    now = time.monotonic()
+    deadline = now + spec.timeout_s
+    next_cancel_check = now + CANCEL_POLL_S
+    next_beat = now + beat_every
+    stopping = False
+    while (chunks := started.read(READ_WAIT_S)) is not None:
+        for stream, chunk in chunks:
+            splitter = splitters[stream]
+            for line in splitter.feed(chunk) if chunk else splitter.close():
+                if stream == "stdout":
+                    event = contract.parse_event(line, strict=False)
+                    if event is not None:
+                        hooks.on_event(event)
+                        continue
+                elif line:
+                    tail.append(line)
+                if line:
+                    hooks.on_line(line, stream)
+        now = time.monotonic()
+        if not stopping:
+            if now >= deadline:
+                outcome.timed_out = stopping = True
+                started.stop()
+            elif now >= next_cancel_check:
+                next_cancel_check = now + CANCEL_POLL_S
+                if hooks.should_cancel():
+                    outcome.canceled = stopping = True
+                    started.stop()
+        if (problem := started.check(now)) and not stopping:
+            outcome.limit_exceeded = problem
+            stopping = True
+        if now >= next_beat:
+            next_beat = now + beat_every
+            hooks.heartbeat()
+    started.wait(outcome)
+    outcome.stderr_tail = list(tail)
+    return outcome
+
+
 class Executor(ABC):
     name: str = ""
 
@@ -149,7 +244,11 @@ class Executor(ABC):
             spec.cache_dir.mkdir(parents=True, exist_ok=True)
 
     @abstractmethod
-    def execute(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome: ...
+    def start(self, spec: JobSpec, hooks: ExecutionHooks) -> Started:
+        """Start the job's runner (and say so in its log)."""
+
+    def execute(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
+        return follow(self.start(spec, hooks), spec, hooks)
 
     def cleanup(self, spec: JobSpec) -> None:  # noqa: B027 - optional step
         """Release what execute() left behind (containers, ...)."""

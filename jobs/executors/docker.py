@@ -6,6 +6,10 @@ memory / CPU / pids limits from the job within server-side caps. The job's
 folder is mounted: params.json read-only, out/ writable, nothing else of the
 host. The Docker socket is never mounted into a job. Containers carry labels
 (job, worker) so that containers left by a dead worker can be found and removed.
+
+Over 400 lines: one engine's three parts, each short, that share its labels and
+client: the container's sandbox (container_params, limits_for), its run (start,
+ContainerRun, ContainerOutput, OutWatch) and the sweep of what a lost worker left.
 """
 
 from __future__ import annotations
@@ -16,23 +20,21 @@ import os
 import queue
 import threading
 import time
-from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
 
 from jobs.executors.base import (
-    CANCEL_POLL_S,
-    STDERR_TAIL_LINES,
     ExecutionHooks,
     Executor,
     ExecutorError,
     JobSpec,
-    LineSplitter,
     Outcome,
+    Started,
     log,
 )
-from jobs.executors.gpu import (
+from jobs.executors.gpu_profiles import (
     NO_GPU,
     GpuProfile,
     GpuUnavailable,
@@ -41,7 +43,6 @@ from jobs.executors.gpu import (
     worker_inventory,
 )
 from jobs.outputs import Refused, disk_usage
-from stack import contract
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def client() -> Any:
         engine = docker.from_env(timeout=30)
         engine.ping()
     except Exception as exc:  # DockerException, connection refused, permission denied
-        raise ExecutorError(f"the Docker engine does not answer: {exc}") from exc
+        raise ExecutorError(f"the Docker engine does not answer: {exc}", permanent=False) from exc
     return engine
 
 
@@ -187,6 +188,7 @@ class DockerExecutor(Executor):
 
     def __init__(self) -> None:
         self.engine = client()
+        self.container: Any = None  # once start() made it
 
     def prepare(self, spec: JobSpec) -> None:
         super().prepare(spec)
@@ -206,6 +208,16 @@ class DockerExecutor(Executor):
     def execute(self, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
         import docker
 
+        try:
+            return super().execute(spec, hooks)
+        except docker.errors.APIError as exc:
+            raise ExecutorError(
+                f"the Docker engine failed: {exc.explanation or exc}", permanent=False
+            ) from exc
+
+    def start(self, spec: JobSpec, hooks: ExecutionHooks) -> ContainerRun:
+        import docker
+
         if not spec.image:
             raise ExecutorError("no image was chosen for this job")
         try:
@@ -218,7 +230,7 @@ class DockerExecutor(Executor):
         except GpuUnavailable as exc:
             raise ExecutorError(str(exc)) from exc
         try:
-            container = self.engine.containers.create(**container_params(spec, gpu))
+            self.container = self.engine.containers.create(**container_params(spec, gpu))
         except docker.errors.ImageNotFound:
             raise ExecutorError(
                 f"image {spec.image} is not on this worker's host: build it with "
@@ -226,92 +238,99 @@ class DockerExecutor(Executor):
             ) from None
         except docker.errors.APIError as exc:
             raise ExecutorError(
-                f"could not create the container: {exc.explanation or exc}"
+                f"could not create the container: {exc.explanation or exc}", permanent=False
             ) from exc
         # The id of the image this container was made from: what really ran, whatever
         # the tag points at by now.
-        digest = self.digest_of(container.attrs.get("Image", ""))
-        try:
-            container.start()
-            log(
-                hooks,
-                f"container {container.short_id} started from {spec.image} "
-                f"({digest[:19]}), GPU profile {gpu.name}",
-            )
-            outcome = self._follow(container, spec, hooks)
-        except docker.errors.APIError as exc:
-            raise ExecutorError(f"the Docker engine failed: {exc.explanation or exc}") from exc
-        finally:
-            # Removal (tens of ms) need not delay the job's result: it runs beside the
-            # ingest. A worker that dies first leaves it to the reaper's sweep.
-            threading.Thread(target=_remove, args=(container,), daemon=True).start()
-        outcome.image = spec.image
-        outcome.image_digest = digest
-        return outcome
+        digest = self.digest_of(self.container.attrs.get("Image", ""))
+        # Attached before it starts (as `docker run` does): attached to a container that
+        # has already exited, the stream may never end.
+        output = self.container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
+        self.container.start()
+        log(
+            hooks,
+            f"container {self.container.short_id} started from {spec.image} "
+            f"({digest[:19]}), GPU profile {gpu.name}",
+        )
+        return ContainerRun(self.container, spec, digest, output)
 
-    def _follow(self, container: Any, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
-        outcome = Outcome()
-        lines: queue.Queue = queue.Queue()
-        reader = threading.Thread(target=_read_output, args=(container, lines), daemon=True)
-        reader.start()
-        deadline = time.monotonic() + spec.timeout_s
-        next_cancel_check = time.monotonic() + CANCEL_POLL_S
-        next_beat = time.monotonic() + settings.ROCPATH_HEARTBEAT_S
-        watch = OutWatch(container, spec)
-        watch.start()
-        stopped = False
-        tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
-        while True:
-            try:
-                item = lines.get(timeout=0.1)
-            except queue.Empty:
-                item = ()
-            if item is None:
-                break
-            if item:
-                stream, line = item
-                event = contract.parse_event(line, strict=False) if stream == "stdout" else None
-                if event is not None:
-                    hooks.on_event(event)
-                elif line:
-                    if stream == "stderr":
-                        tail.append(line)
-                    hooks.on_line(line, stream)
-            now = time.monotonic()
-            if not stopped and now >= deadline:
-                outcome.timed_out = stopped = True
-                _stop(container)
-            elif not stopped and now >= next_cancel_check:
-                next_cancel_check = now + CANCEL_POLL_S
-                if hooks.should_cancel():
-                    outcome.canceled = stopped = True
-                    _stop(container)
-            if not stopped and watch.problem:
-                outcome.limit_exceeded = watch.problem  # the watch killed it already
-                stopped = True
-            if now >= next_beat:
-                next_beat = now + settings.ROCPATH_HEARTBEAT_S
-                hooks.heartbeat()
-        watch.stop()
-        if watch.problem and not outcome.limit_exceeded and not stopped:
-            outcome.limit_exceeded = watch.problem
+    def cleanup(self, spec: JobSpec) -> None:
+        # Removal (tens of ms) need not delay the job's result: it runs beside the
+        # ingest. A worker that dies first leaves it to the reaper's sweep.
+        if self.container is not None:
+            threading.Thread(target=_remove, args=(self.container,), daemon=True).start()
+
+
+class ContainerRun(Started):
+    """A started container as the follow loop drives it: its output read by a thread of
+    its own, its out folder watched by another (OutWatch), its end told by the engine."""
+
+    def __init__(self, container: Any, spec: JobSpec, digest: str, output: Any) -> None:
+        self.container, self.spec, self.digest = container, spec, digest
+        self.output = ContainerOutput(output)
+        self.watch = OutWatch(container, spec)
+        self.watch.start()
+
+    def read(self, timeout: float) -> list[tuple[str, bytes]] | None:
+        return self.output.read(timeout)
+
+    def stop(self) -> None:
+        _stop(self.container)
+
+    def check(self, now: float) -> str:
+        return self.watch.problem  # the watch killed it already
+
+    def wait(self, outcome: Outcome) -> None:
+        self.watch.stop()
+        stopped = outcome.canceled or outcome.timed_out or bool(outcome.limit_exceeded)
+        if self.watch.problem and not stopped:
+            outcome.limit_exceeded = self.watch.problem
             stopped = True
-        status = container.wait(timeout=60)
+        status = self.container.wait(timeout=60)
         if outcome.limit_exceeded:
             with contextlib.suppress(Refused):
-                final = disk_usage(spec.out_dir, max_entries=settings.ROCPATH_OUT_MAX_FILES)
+                final = disk_usage(self.spec.out_dir, max_entries=settings.ROCPATH_OUT_MAX_FILES)
                 outcome.limit_exceeded += f"; {final} bytes by the time it was killed"
         code = int(status.get("StatusCode", -1))
         if code == 137:  # SIGKILL: ours, or the kernel's OOM killer? Only the engine knows.
-            container.reload()
-            outcome.oom_killed = bool(container.attrs.get("State", {}).get("OOMKilled"))
-            outcome.memory_limit_mb = limits_for(spec.hardware)["memory_mb"]
+            self.container.reload()
+            outcome.oom_killed = bool(self.container.attrs.get("State", {}).get("OOMKilled"))
+            outcome.memory_limit_mb = limits_for(self.spec.hardware)["memory_mb"]
         if code > 128 and not stopped:  # the init reports a signal death as 128 + signal
             outcome.signal = code - 128
         else:
             outcome.exit_code = code
-        outcome.stderr_tail = list(tail)
-        return outcome
+        outcome.image = self.spec.image
+        outcome.image_digest = self.digest
+
+
+class ContainerOutput:
+    """The container's attached output (demultiplexed: (stdout, stderr) pairs), read by a
+    thread and handed out as chunks."""
+
+    MAX_CHUNKS = 64  # handed out per read, so the loop still looks at the clock
+
+    def __init__(self, stream: Iterable[tuple[bytes | None, bytes | None]]) -> None:
+        self.chunks: queue.Queue = queue.Queue()
+        self.ended = False
+        threading.Thread(target=_read_output, args=(stream, self.chunks), daemon=True).start()
+
+    def read(self, timeout: float) -> list[tuple[str, bytes]] | None:
+        if self.ended:
+            return None
+        try:
+            items = [self.chunks.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        while len(items) < self.MAX_CHUNKS:
+            try:
+                items.append(self.chunks.get_nowait())
+            except queue.Empty:
+                break
+        if None in items:
+            self.ended = True
+            items = items[: items.index(None)]
+        return items
 
 
 class OutWatch(threading.Thread):
@@ -371,28 +390,20 @@ def _stop(container: Any) -> None:
         container.stop(timeout=STOP_GRACE_S)
 
 
-def _read_output(container: Any, lines: queue.Queue) -> None:
-    """Split the container's demultiplexed output into lines; None when it ends.
-
-    Linear in the output, each line at most ROCPATH_EVENT_LINE_MAX_BYTES (LineSplitter).
-    """
-    limit = settings.ROCPATH_EVENT_LINE_MAX_BYTES
-    splitters = {"stdout": LineSplitter(limit), "stderr": LineSplitter(limit)}
+def _read_output(stream: Iterable[tuple[bytes | None, bytes | None]], chunks: queue.Queue) -> None:
+    """Put the container's output on ``chunks`` as (stream, bytes), b"" as each stream's
+    end, then None; the follow loop cuts it into lines."""
     try:
-        for out, err in container.attach(
-            stdout=True, stderr=True, stream=True, logs=True, demux=True
-        ):
+        for out, err in stream:
             for stream, chunk in (("stdout", out), ("stderr", err)):
                 if chunk:
-                    for line in splitters[stream].feed(chunk):
-                        lines.put((stream, line))
+                    chunks.put((stream, chunk))
     except Exception as exc:  # the engine went away mid-stream
-        lines.put(("stderr", f"[rocpath] lost the container's output: {exc}"))
+        chunks.put(("stderr", f"\n[rocpath] lost the container's output: {exc}\n".encode()))
     finally:
-        for stream, splitter in splitters.items():
-            for line in splitter.close():
-                lines.put((stream, line))
-        lines.put(None)
+        chunks.put(("stdout", b""))
+        chunks.put(("stderr", b""))
+        chunks.put(None)
 
 
 def _listed(engine: Any, *labels: str) -> list[dict]:

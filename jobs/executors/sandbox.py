@@ -203,7 +203,7 @@ def _node_groups(nodes: list[str]) -> list[int]:
 def layout_for(spec: JobSpec, python: str, base_dir: Path) -> Layout:
     """What the job's sandbox shows, under the host's own paths (logs and summaries match)."""
     uid = sandbox_uid(spec)
-    layout = Layout(uid=uid, gid=uid, chdir=str(spec.workdir), gpu=bool(gpu_nodes(spec.hardware)))
+    layout = Layout(uid=uid, gid=uid, chdir=str(spec.job_dir), gpu=bool(gpu_nodes(spec.hardware)))
     ro = layout.read_only
     for root in python_roots(python):
         if not _under(root, "/usr"):  # /usr is there already

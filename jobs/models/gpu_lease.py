@@ -11,7 +11,7 @@ class GpuLease(models.Model):
     The unique (host, vendor, index) constraint is the lock: a worker process
     takes a GPU by inserting its row, and two processes of one host (Celery's
     prefork children, or several workers) cannot both succeed. A lease whose job
-    has ended is stale and is cleared by the next taker (jobs.gpus).
+    has ended is stale and is cleared by the next taker (jobs.leases).
     """
 
     host = models.CharField(max_length=255)

@@ -139,8 +139,8 @@ class Job(models.Model):
             setattr(self, name, value)
         return True
 
-    def mark_queued(self, task_id: str) -> bool:
-        return self._move(JobStatus.QUEUED, task_id=task_id, queued_at=timezone.now())
+    def mark_queued(self, task_id: str, note: str = "") -> bool:
+        return self._move(JobStatus.QUEUED, note=note, task_id=task_id, queued_at=timezone.now())
 
     def claim(self, worker: str, **fields: Any) -> bool:
         """Take a queued job for running; False when another delivery already took it.

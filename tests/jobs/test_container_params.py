@@ -8,7 +8,7 @@ import pytest
 
 from jobs.executors.base import ExecutorError, JobSpec
 from jobs.executors.docker import container_params, limits_for
-from jobs.executors.gpu import (
+from jobs.executors.gpu_profiles import (
     NO_GPU,
     GpuUnavailable,
     nvidia_profile,
@@ -25,7 +25,7 @@ def _spec(tmp_path: Path, **hardware) -> JobSpec:
     return JobSpec(
         job_id=42,
         kind="probe",
-        workdir=tmp_path,
+        job_dir=tmp_path,
         timeout_s=60,
         image="rocpath/debian:latest",
         hardware=hardware,
@@ -127,7 +127,8 @@ def test_a_cpu_job_gets_no_gpu_whatever_the_host_has():
 
 def test_the_profile_follows_the_vendor_the_job_asked_for(monkeypatch):
     monkeypatch.setattr(
-        "jobs.executors.gpu.render_nodes", lambda: [f"/dev/dri/renderD{128 + i}" for i in range(8)]
+        "jobs.executors.gpu_profiles.render_nodes",
+        lambda: [f"/dev/dri/renderD{128 + i}" for i in range(8)],
     )
     assert profile_for({"gpu_count": 1}, MI300X_HOST).name == "rocm"
     assert profile_for({"gpu_vendor": "nvidia", "gpu_count": 1}, H200_HOST).name == "nvidia"
@@ -148,7 +149,8 @@ def test_asking_for_gpus_the_worker_lacks_is_refused(hardware, host):
 
 def test_a_container_gets_the_gpus_its_job_leased_not_the_first_ones(monkeypatch):
     monkeypatch.setattr(
-        "jobs.executors.gpu.render_nodes", lambda: [f"/dev/dri/renderD{128 + i}" for i in range(8)]
+        "jobs.executors.gpu_profiles.render_nodes",
+        lambda: [f"/dev/dri/renderD{128 + i}" for i in range(8)],
     )
     leased = {"gpu_vendor": "nvidia", "gpu_count": 1, "gpu_indices": [1]}
     two = {"gpus": [{"vendor": "nvidia", "model": "H200"}] * 2}

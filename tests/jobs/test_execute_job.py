@@ -91,7 +91,7 @@ def test_a_job_canceled_before_it_ran_is_skipped(team):
 
 def _spec(job: Job) -> JobSpec:
     spec = JobSpec(
-        job_id=job.pk, kind=job.kind, workdir=services.job_dir(job.pk), timeout_s=job.timeout_s
+        job_id=job.pk, kind=job.kind, job_dir=services.job_dir(job.pk), timeout_s=job.timeout_s
     )
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     return spec

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -13,27 +12,7 @@ import pytest
 from jobs.executors import ExecutorError, get_executor
 from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
-
-
-@dataclass
-class Recorder:
-    events: list[dict] = field(default_factory=list)
-    lines: list[tuple[str, str]] = field(default_factory=list)
-    cancel_after: float | None = None
-    beats: int = 0
-    started: float = field(default_factory=time.monotonic)
-
-    def on_event(self, event: dict) -> None:
-        self.events.append(event)
-
-    def on_line(self, line: str, stream: str) -> None:
-        self.lines.append((stream, line))
-
-    def should_cancel(self) -> bool:
-        return self.cancel_after is not None and time.monotonic() - self.started > self.cancel_after
-
-    def heartbeat(self) -> None:
-        self.beats += 1
+from tests.hooks import Recorder
 
 
 @pytest.fixture(
@@ -50,7 +29,7 @@ def runner_mode(request, settings) -> str:
 
 
 def _spec(tmp_path: Path, kind: str, params: dict, timeout_s: int = 30) -> JobSpec:
-    spec = JobSpec(job_id=1, kind=kind, workdir=tmp_path, timeout_s=timeout_s)
+    spec = JobSpec(job_id=1, kind=kind, job_dir=tmp_path, timeout_s=timeout_s)
     spec.params_file.write_text(json.dumps(params))
     return spec
 
@@ -178,7 +157,7 @@ def test_a_job_asking_for_a_memory_limit_is_held_to_it(tmp_path):
     spec = JobSpec(
         job_id=1,
         kind="sandbox-check",
-        workdir=tmp_path,
+        job_dir=tmp_path,
         timeout_s=60,
         hardware={"memory_mb": 256},
     )

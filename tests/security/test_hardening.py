@@ -214,7 +214,7 @@ def test_good_hardware_is_accepted(api, no_enqueue, settings):
 
 
 def test_a_stored_job_with_bad_gpu_indices_errors_with_a_message_not_a_crash():
-    from jobs.executors.gpu import GpuUnavailable, request_for
+    from jobs.executors.gpu_profiles import GpuUnavailable, request_for
 
     inventory = {"gpus": [{"vendor": "amd"}]}
     with pytest.raises(GpuUnavailable, match="gpu_indices"):

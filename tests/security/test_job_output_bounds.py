@@ -1,14 +1,14 @@
 """What a job can make the worker store or hold: every output bounded, every cap within the host.
 
 The unit tests drive the real readers (DatabaseHooks against PostgreSQL, the docker
-reader fed a stream); the ones marked integration run jobs in real containers.
+reader fed a stream, through the follow loop); the ones marked integration run jobs in
+real containers.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
 import sys
 import time
@@ -21,11 +21,12 @@ from django.db.models.functions import Length
 
 from jobs import services
 from jobs.choices import JobStatus
-from jobs.executors.base import ExecutorError, JobSpec
-from jobs.executors.docker import _read_output, container_params, limits_for
-from jobs.executors.gpu import NO_GPU
+from jobs.executors.base import ExecutorError, JobSpec, Outcome, Started, follow
+from jobs.executors.docker import ContainerOutput, container_params, limits_for
+from jobs.executors.gpu_profiles import NO_GPU
 from jobs.models import JobEvent
 from tests.factories import make_job
+from tests.hooks import Recorder
 from tests.workers import TERMINAL, _start_worker, wait_for_status, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,21 +65,36 @@ class _Stream:
         yield b"\nthe line after\n", b"err without newline"
 
 
-def test_a_100_mb_line_without_a_newline_is_cut_and_read_in_linear_time(settings):
+class _Reading(Started):
+    """The docker engine's output reader over a stream, with nothing to stop."""
+
+    def __init__(self, container: _Stream) -> None:
+        self.output = ContainerOutput(container.attach(stream=True, demux=True))
+
+    def read(self, timeout: float) -> list[tuple[str, bytes]] | None:
+        return self.output.read(timeout)
+
+    def stop(self) -> None:
+        pass
+
+    def wait(self, outcome: Outcome) -> None:
+        outcome.exit_code = 0
+
+
+def test_a_100_mb_line_without_a_newline_is_cut_and_read_in_linear_time(settings, tmp_path):
     settings.ROCPATH_EVENT_LINE_MAX_BYTES = 64 * 1024
-    lines: queue.Queue = queue.Queue()
+    spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60)
+    hooks = Recorder()
     started = time.monotonic()
-    _read_output(_Stream(100 * 1000 * 1000), lines)
+    outcome = follow(_Reading(_Stream(100 * 1000 * 1000)), spec, hooks)
     elapsed = time.monotonic() - started
-    got = []
-    while (item := lines.get_nowait()) is not None:
-        got.append(item)
     assert elapsed < 5, f"{elapsed:.1f} s for 100 MB"
-    (stream, first), second, third = got
+    (stream, first), second, third = hooks.lines
     assert stream == "stdout" and first.startswith("y" * 1000)
     assert first.endswith("[line cut at 65536 bytes]") and len(first) < 64 * 1024 + 100
     assert second == ("stdout", "the line after")
     assert third == ("stderr", "err without newline")
+    assert outcome.stderr_tail == ["err without newline"]
 
 
 def test_a_job_asking_for_more_memory_or_cpus_than_the_host_has_is_refused(settings):
@@ -118,7 +134,7 @@ def test_an_operator_cap_above_the_host_stops_the_start_up(settings):
 
 def test_the_engines_own_log_of_a_container_is_capped(tmp_path, settings):
     settings.ROCPATH_DOCKER_LOG_MAX_MB = 16
-    spec = JobSpec(job_id=1, kind="noop", workdir=tmp_path, timeout_s=60, image="i")
+    spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60, image="i")
     log = container_params(spec, NO_GPU)["log_config"]
     assert log["Type"] == "json-file"
     assert log["Config"] == {"max-size": "8m", "max-file": "2"}
@@ -126,7 +142,7 @@ def test_the_engines_own_log_of_a_container_is_capped(tmp_path, settings):
 
 def test_no_file_in_a_container_can_grow_past_the_artifact_cap(tmp_path, settings):
     settings.ROCPATH_ARTIFACT_MAX_BYTES = 5 * MiB
-    spec = JobSpec(job_id=1, kind="noop", workdir=tmp_path, timeout_s=60, image="i")
+    spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60, image="i")
     (fsize,) = [u for u in container_params(spec, NO_GPU)["ulimits"] if u["Name"] == "fsize"]
     assert fsize["Soft"] == fsize["Hard"] == 5 * MiB
 
@@ -210,7 +226,6 @@ def test_a_container_linking_result_json_to_another_jobs_result_shows_nothing_of
 ):
     """The attack of issue 9 in a real container: a link, then `chmod 555 out`."""
     from jobs.executors import docker as docker_executor
-    from jobs.executors.base import Outcome
 
     other = make_job(team, status=JobStatus.SUCCEEDED)
     theirs = services.job_dir(other.pk) / "out" / "result.json"
@@ -218,9 +233,9 @@ def test_a_container_linking_result_json_to_another_jobs_result_shows_nothing_of
     theirs.write_text(json.dumps({"summary": {"secret": "other team"}}))
     job = make_job(team, status=JobStatus.RUNNING, worker="w@h")
     spec = JobSpec(
-        job_id=job.pk, kind="noop", workdir=services.job_dir(job.pk), timeout_s=60, image=job_image
+        job_id=job.pk, kind="noop", job_dir=services.job_dir(job.pk), timeout_s=60, image=job_image
     )
-    spec.workdir.mkdir(parents=True)
+    spec.job_dir.mkdir(parents=True)
     spec.params_file.write_text("{}")
     real = docker_executor.container_params
 

@@ -29,6 +29,7 @@ from jobs.executors.sandbox import Mount, sandbox_problem
 from teams.models import SourceSnapshot
 from teams.sources import tree_of
 from tests.factories import make_job, make_project
+from tests.hooks import Recorder
 
 pytestmark = pytest.mark.skipif(
     sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"
@@ -67,24 +68,6 @@ with open(os.path.join(targets["out"], "hostile.json"), "w") as handle:
     json.dump(seen, handle)
 print("RESULT " + json.dumps(seen), flush=True)
 """
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[dict] = []
-        self.lines: list[tuple[str, str]] = []
-
-    def on_event(self, event: dict) -> None:
-        self.events.append(event)
-
-    def on_line(self, line: str, stream: str) -> None:
-        self.lines.append((stream, line))
-
-    def should_cancel(self) -> bool:
-        return False
-
-    def heartbeat(self) -> None:
-        pass
 
 
 @pytest.fixture(params=["zygote", "bwrap"])
@@ -136,9 +119,9 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
     (private / "root-only.txt").write_text("only root may read this\n")
     (private / "root-only.txt").chmod(0o600)
     (private / "k.cu").write_text("// the team's own source\n")
-    workdir = jobs / "999"
-    workdir.mkdir(parents=True)
-    spec = JobSpec(job_id=999, kind="noop", workdir=workdir, timeout_s=60, inputs={"src": private})
+    folder = jobs / "999"
+    folder.mkdir(parents=True)
+    spec = JobSpec(job_id=999, kind="noop", job_dir=folder, timeout_s=60, inputs={"src": private})
     spec.params_file.write_text("{}")
     targets = {
         "read": {
@@ -171,7 +154,7 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
         for _, line in recorder.lines
         if line.startswith("RESULT")
     )
-    return result, recorder, workdir
+    return result, recorder, folder
 
 
 def test_a_local_job_cannot_read_the_secret_key_shadow_the_workers_environment_or_other_jobs(
@@ -270,9 +253,9 @@ MARK_RAN = "import os, sys; open(os.path.join(sys.argv[1], 'ran'), 'w').write('r
 
 
 def _noop_spec(job_id: int, cache_dir: Path | None = None) -> JobSpec:
-    workdir = Path(settings.ARTIFACT_ROOT) / "jobs" / str(job_id)
-    workdir.mkdir(parents=True)
-    spec = JobSpec(job_id=job_id, kind="noop", workdir=workdir, timeout_s=60, cache_dir=cache_dir)
+    folder = Path(settings.ARTIFACT_ROOT) / "jobs" / str(job_id)
+    folder.mkdir(parents=True)
+    spec = JobSpec(job_id=job_id, kind="noop", job_dir=folder, timeout_s=60, cache_dir=cache_dir)
     spec.params_file.write_text("{}")
     return spec
 

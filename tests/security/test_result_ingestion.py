@@ -40,7 +40,7 @@ def result_doc(kind: str = "noop", **fields) -> dict:
 
 def running(team, kind: str = "noop") -> tuple[Job, JobSpec]:
     job = make_job(team, kind=kind, status=JobStatus.RUNNING, worker="w@h")
-    spec = JobSpec(job_id=job.pk, kind=kind, workdir=services.job_dir(job.pk), timeout_s=60)
+    spec = JobSpec(job_id=job.pk, kind=kind, job_dir=services.job_dir(job.pk), timeout_s=60)
     spec.out_dir.mkdir(parents=True)
     return job, spec
 

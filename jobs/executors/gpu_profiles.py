@@ -156,7 +156,7 @@ def profile_for(hardware: dict, inventory: dict) -> GpuProfile:
     """The profile for a job's request on a worker whose inventory (probe output) is given.
 
     ``hardware``: {"gpu_vendor": "amd"|"nvidia"|None, "gpu_count": N, "gpu_indices": [..]}
-    (after leasing, jobs.gpus names the leased indices). ``inventory``: the probe's
+    (after leasing, jobs.leases names the leased indices). ``inventory``: the probe's
     environment dict for this host ("gpus": [...]).
     """
     request = request_for(hardware, inventory, None)

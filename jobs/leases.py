@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 
 from jobs.choices import TERMINAL_STATUSES
 from jobs.executors.base import ExecutionHooks, ExecutorError, JobSpec, log
-from jobs.executors.gpu import GpuRequest, GpuUnavailable, request_for, wants_gpus
+from jobs.executors.gpu_profiles import GpuRequest, GpuUnavailable, request_for, wants_gpus
 from jobs.models import GpuLease, Job
 
 POLL_S = 1.0

@@ -1,0 +1,56 @@
+"""Actions that change jobs, one module per stage of a job's life.
+
+submit (validate, create, enqueue) → cancel → run (claim, execute, stream events) →
+ingest (conclude: result.json, artifacts, the final status) → environments (the rows a
+result's fingerprint is kept in) → recovery (reap what is stuck); paths says where a
+job's files live. The public names are re-exported here, so that callers write
+``services.submit_job(...)``. A test that replaces a name replaces it where it is
+looked up: in its module (``jobs.services.submit.enqueue``), not here.
+"""
+
+from jobs.services.cancel import cancel_job, revoke
+from jobs.services.environments import environment_digest, environment_identity, record_environment
+from jobs.services.ingest import Gathered, conclude, gather, ingest_result
+from jobs.services.paths import artifact_dir, artifact_file, cache_dir_for, job_dir
+from jobs.services.recovery import reap_stuck_jobs, recover_worker_jobs, sweep_containers
+from jobs.services.run import DatabaseHooks, events_after, execute_job
+from jobs.services.submit import (
+    RUN_TASK,
+    SubmissionError,
+    enqueue,
+    image_for,
+    queue_for,
+    rerun_job,
+    submit_job,
+    validate_hardware,
+)
+
+__all__ = [
+    "RUN_TASK",
+    "DatabaseHooks",
+    "Gathered",
+    "SubmissionError",
+    "artifact_dir",
+    "artifact_file",
+    "cache_dir_for",
+    "cancel_job",
+    "conclude",
+    "enqueue",
+    "environment_digest",
+    "environment_identity",
+    "events_after",
+    "execute_job",
+    "gather",
+    "image_for",
+    "ingest_result",
+    "job_dir",
+    "queue_for",
+    "reap_stuck_jobs",
+    "record_environment",
+    "recover_worker_jobs",
+    "rerun_job",
+    "revoke",
+    "submit_job",
+    "sweep_containers",
+    "validate_hardware",
+]

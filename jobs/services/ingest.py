@@ -1,0 +1,268 @@
+"""Conclude: what a job left (result.json, artifacts) and how it ended, made its final state.
+
+Not named conclude.py: the package re-exports the function ``conclude``, and a submodule
+of the same name would be shadowed by it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import mimetypes
+import shutil
+import signal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import transaction
+
+from jobs.choices import EventKind, JobStatus
+from jobs.executors.base import JobSpec, Outcome
+from jobs.models import Artifact, Job, JobEvent, Measurement
+from jobs.outputs import Collected, Refused, collect_artifacts, read_result
+from jobs.services.environments import record_environment
+from jobs.services.paths import artifact_dir
+from stack import contract
+
+if TYPE_CHECKING:
+    from jobs.services.run import DatabaseHooks
+
+
+@dataclass
+class Gathered:
+    """What the worker read back from a job's out folder, before the conclude transaction."""
+
+    result: dict | None = None
+    problem: str = ""  # why there is no usable result (the job's error), when there is none
+    collected: Collected | None = None  # the artifacts copied into artifact_dir()
+
+
+def gather(job: Job, spec: JobSpec, outcome: Outcome) -> Gathered:
+    """Read result.json and copy the artifacts out, outside any transaction.
+
+    Reading what a job left may take long (gigabytes of artifacts) and none of it may
+    block or follow a link (jobs/outputs.py); done here, nothing of it holds a lock.
+    """
+    gathered = Gathered()
+    if outcome.oom_killed or outcome.signal is not None or outcome.limit_exceeded:
+        return gathered  # ended errored without reading anything it left
+    if not (outcome.canceled or outcome.timed_out):
+        gathered.result, gathered.problem = _read_result(job, spec, outcome)
+        if gathered.result is None:
+            return gathered
+    gathered.collected = collect_artifacts(
+        spec.out_dir,
+        artifact_dir(job.pk),
+        skip=contract.RESULT_FILENAME,
+        max_file_bytes=settings.ROCPATH_ARTIFACT_MAX_BYTES,
+        max_total_bytes=settings.ROCPATH_OUT_MAX_BYTES,
+        max_entries=settings.ROCPATH_OUT_MAX_FILES,
+    )
+    return gathered
+
+
+def _read_result(job: Job, spec: JobSpec, outcome: Outcome) -> tuple[dict | None, str]:
+    """The job's validated result, or None and the reason it cannot be used."""
+    tail = "\n".join(outcome.stderr_tail[-15:])
+    try:
+        raw = read_result(
+            spec.out_dir,
+            contract.RESULT_FILENAME,
+            max_bytes=settings.ROCPATH_RESULT_MAX_BYTES,
+            cap_name="ROCPATH_RESULT_MAX_BYTES",
+        )
+    except FileNotFoundError:
+        return None, (
+            f"runner exited with code {outcome.exit_code} without writing result.json"
+            + (f"\n{tail}" if tail else "")
+        )
+    except Refused as exc:
+        return None, f"{exc}: the result was refused"
+    except OSError as exc:
+        return None, f"result.json could not be read: {exc.strerror or exc}"
+    try:
+        result = json.loads(raw)
+        contract.validate_result(result)
+    except (ValueError, RecursionError, contract.ContractError) as exc:
+        return None, f"result.json is invalid: {str(exc)[:2000]}"
+    if result["kind"] != job.kind:
+        return None, f"result.json is for kind {result['kind']!r}, not this job's {job.kind!r}"
+    summary_bytes = len(json.dumps(result["summary"]))
+    if summary_bytes > settings.ROCPATH_SUMMARY_MAX_BYTES:
+        return None, (
+            f"result.json refused: its summary is {summary_bytes} bytes, over the cap of "
+            f"{settings.ROCPATH_SUMMARY_MAX_BYTES} bytes (ROCPATH_SUMMARY_MAX_BYTES)"
+        )
+    return result, ""
+
+
+def conclude(job: Job, spec: JobSpec, outcome: Outcome, hooks: DatabaseHooks | None = None) -> str:
+    """Turn the executor's outcome and result.json into the job's final state.
+
+    The out folder is read first, outside the transaction (gather). Then one
+    transaction: the last log lines, the measurements, the artifacts and the final
+    status commit together (and a job that something else ended meanwhile keeps that
+    ending: its row no longer says running, so nothing is added). The job's out/ is
+    removed afterwards: what it produced lives on as the copies in artifact_dir().
+    """
+    gathered = gather(job, spec, outcome)
+    try:
+        with transaction.atomic():
+            progress = hooks.close(update_progress=False) if hooks else None
+            verdict = _conclude(job, spec, outcome, progress, gathered)
+    finally:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(spec.out_dir, ignore_errors=True)
+    if not Artifact.objects.filter(job_id=job.pk).exists():
+        shutil.rmtree(artifact_dir(job.pk), ignore_errors=True)  # copied for nothing
+    return verdict
+
+
+def _conclude(
+    job: Job, spec: JobSpec, outcome: Outcome, progress: float | None, gathered: Gathered
+) -> str:
+    tail = "\n".join(outcome.stderr_tail[-15:])
+    if outcome.image_digest:
+        Job.objects.filter(pk=job.pk).update(image=outcome.image, image_digest=outcome.image_digest)
+        job.image, job.image_digest = outcome.image, outcome.image_digest
+    if outcome.canceled:
+        job.refresh_from_db()
+        if job.status != JobStatus.RUNNING:
+            return f"ended elsewhere: {job.status}"
+        if job.finish(
+            JobStatus.CANCELED,
+            exit_code=outcome.exit_code,
+            error="canceled while running",
+            progress=progress,
+        ):
+            _register_artifacts(job, gathered.collected, declared=[])
+        return "canceled"
+    if outcome.limit_exceeded:
+        job.finish(
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=outcome.limit_exceeded,
+            progress=progress,
+        )
+        return "errored: over a limit"
+    if outcome.oom_killed:
+        job.finish(
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=f"out of memory: the container went over its "
+            f"{outcome.memory_limit_mb} MiB limit and was killed" + (f"\n{tail}" if tail else ""),
+            progress=progress,
+        )
+        return "errored: out of memory"
+    if outcome.timed_out:
+        if job.finish(
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=f"timed out after {job.timeout_s} s",  # waiting for a GPU counts too
+            progress=progress,
+        ):
+            _register_artifacts(job, gathered.collected, declared=[])
+        return "errored: timeout"
+    if outcome.signal is not None:
+        name = (
+            signal.Signals(outcome.signal).name
+            if outcome.signal in signal.valid_signals()
+            else str(outcome.signal)
+        )
+        hint = " (killed from outside: out of memory?)" if outcome.signal == signal.SIGKILL else ""
+        job.finish(
+            JobStatus.ERRORED,
+            error=f"runner killed by signal {name}{hint}\n{tail}".strip(),
+            progress=progress,
+        )
+        return "errored: signal"
+    if gathered.result is None:
+        job.finish(
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=gathered.problem,
+            progress=progress,
+        )
+        return (
+            "errored: no result" if "without writing" in gathered.problem else "errored: bad result"
+        )
+    return ingest_result(
+        job, gathered.result, gathered.collected, exit_code=outcome.exit_code, progress=progress
+    )
+
+
+def ingest_result(
+    job: Job,
+    result: dict,
+    collected: Collected | None,
+    *,
+    exit_code: int | None,
+    progress: float | None = None,
+) -> str:
+    """Store a result.json that gather() read and checked; the caller holds the transaction."""
+    status = {
+        contract.SUCCEEDED: JobStatus.SUCCEEDED,
+        contract.FAILED: JobStatus.FAILED,
+        contract.ERRORED: JobStatus.ERRORED,
+    }[result["status"]]
+    environment = (
+        record_environment(result["environment"], image=job.image, image_digest=job.image_digest)
+        if result.get("environment")
+        else None
+    )
+    # The status move first: if the job was ended elsewhere, nothing else is written.
+    if not job.finish(
+        status,
+        exit_code=exit_code,
+        error=result.get("error") or "",
+        summary=result.get("summary") or {},
+        environment_id=environment.pk if environment else None,
+        progress=progress,
+    ):
+        return f"ended elsewhere: {Job.objects.get(pk=job.pk).status}"
+    Measurement.objects.bulk_create(
+        Measurement(
+            job=job,
+            environment=environment,
+            benchmark=m["benchmark"],
+            case=m.get("case") or {},
+            metric=m["metric"],
+            unit=m["unit"],
+            value=m["value"],
+            samples=m.get("samples") or [],
+            better=m["better"],
+        )
+        for m in result.get("measurements", [])
+    )
+    _register_artifacts(job, collected, declared=result.get("artifacts", []))
+    return status
+
+
+def _register_artifacts(job: Job, collected: Collected | None, *, declared: list[dict]) -> None:
+    """Record every file copied out of out/ (result.json aside), declared or not, and say
+    which files were refused (links, FIFOs, hard links, over a cap), one warning each."""
+    if collected is None:
+        return
+    described = {a["path"]: a for a in declared}
+    rows = []
+    for copied in collected.artifacts:
+        meta = described.get(copied.path, {})
+        content_type = meta.get("content_type") or (
+            mimetypes.guess_type(copied.path)[0] or "application/octet-stream"
+        )
+        rows.append(
+            Artifact(
+                job=job,
+                path=copied.path,
+                size=copied.size,
+                sha256=copied.sha256,
+                content_type=content_type[:200],
+                description=str(meta.get("description", ""))[:500],
+            )
+        )
+    Artifact.objects.bulk_create(rows, ignore_conflicts=True)
+    JobEvent.objects.bulk_create(
+        JobEvent(job=job, kind=EventKind.LOG, level="warning", message=note[:2000])
+        for note in collected.refused[:100]
+    )

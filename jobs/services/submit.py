@@ -1,0 +1,257 @@
+"""Submit: validate a job and create its row; it is queued once the transaction commits.
+
+Views, the CLI, reruns and schedules all come through submit_job, so a job is created
+and queued the same way whoever launched it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from config.celery import queue_task
+from jobs.choices import LaunchType
+from jobs.models import Job
+from jobs.param_caps import param_cap_errors
+from stack.kinds import KINDS, ParamsError, validate_params
+from teams.access import writable_team_ids
+from teams.models import AdoptionProject, SourceSnapshot, Team
+from teams.sources import newest_ready
+
+
+class SubmissionError(Exception):
+    """Bad submission input, as field errors (the API turns it into a 400)."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def submit_job(
+    *,
+    user: Any,
+    kind: str,
+    params: dict | None = None,
+    team: Team | None = None,
+    project: AdoptionProject | None = None,
+    hardware: dict | None = None,
+    timeout_s: int | None = None,
+    launch_type: str = LaunchType.MANUAL,
+    rerun_of: Job | None = None,
+    image: str = "",
+    source: SourceSnapshot | None = None,
+) -> Job:
+    """Validate and create a job; it is queued once the surrounding transaction commits."""
+    errors: dict[str, list[str]] = {}
+    writable = writable_team_ids(user) if user is not None else None
+    if project is None and source is not None:
+        project = source.project  # a snapshot names its project, and so its team
+    if team is None and project is not None:
+        team = project.team
+    if team is None:
+        if writable and len(writable) == 1:
+            team = Team.objects.get(pk=writable[0])
+        else:
+            errors["team"] = ["Choose the team this job belongs to."]
+    elif writable is not None and team.pk not in writable:
+        errors["team"] = ["You cannot submit jobs for this team."]
+    if project is not None and team is not None and project.team_id != team.pk:
+        errors["project"] = ["This project belongs to another team."]
+
+    if kind == "compile-check" and project is not None and "targets" not in (params or {}):
+        # A project says which GPUs it is ported for: compile for their architectures,
+        # whichever way the job comes (page, REST, CLI), unless it names its own.
+        params = {**(params or {}), "targets": project.compile_targets()}
+    clean_params: dict = {}
+    spec = KINDS.get(kind)
+    if spec is None:
+        errors["kind"] = [f"Unknown job kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}."]
+    else:
+        try:
+            clean_params = validate_params(kind, params or {})
+        except ParamsError as exc:
+            errors["params"] = [f"{name}: {m}" for name, msgs in exc.errors.items() for m in msgs]
+        if capped := param_cap_errors(kind, clean_params, spec.params_schema):
+            errors.setdefault("params", []).extend(capped)
+
+    limit = settings.ROCPATH_JOB_TIMEOUT_MAX_S
+    if timeout_s is not None and not (1 <= timeout_s <= limit):
+        errors["timeout_s"] = [f"Must be between 1 and {limit} seconds."]
+    if spec is not None:
+        project, source = _resolve_source(spec, project, source, errors)
+    if hardware is not None and (hardware_errors := validate_hardware(hardware)):
+        errors["hardware"] = hardware_errors
+    if image and not any(image.startswith(p) for p in settings.ROCPATH_IMAGE_ALLOW):
+        errors["image"] = [
+            f"Images must start with one of: {', '.join(settings.ROCPATH_IMAGE_ALLOW)}."
+        ]
+    if errors:
+        raise SubmissionError(errors)
+    assert spec is not None and team is not None
+
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=kind,
+            params=clean_params,
+            team=team,
+            project=project,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            requested_hardware=hardware or {},
+            executor=settings.ROCPATH_EXECUTOR,
+            image=image or image_for(kind),
+            launch_type=launch_type,
+            rerun_of=rerun_of,
+            source=source,
+            timeout_s=min(timeout_s or spec.default_timeout_s, limit),
+        )
+        transaction.on_commit(lambda: enqueue(job))
+    return job
+
+
+def rerun_job(original: Job, *, user: Any) -> Job:
+    """The same kind and parameters again; a job that reads source gets the newest snapshot."""
+    return submit_job(
+        user=user,
+        kind=original.kind,
+        params=original.params,
+        team=original.team,
+        project=original.project,
+        hardware=original.requested_hardware,
+        timeout_s=original.timeout_s,
+        launch_type=LaunchType.RERUN,
+        rerun_of=original,
+        image=original.image,
+    )
+
+
+def _resolve_source(
+    kind: Any, project: AdoptionProject | None, source: SourceSnapshot | None, errors: dict
+) -> tuple[AdoptionProject | None, SourceSnapshot | None]:
+    """The code snapshot a kind that reads source gets: the one asked for, or the newest."""
+    if not kind.takes_source:
+        if source is not None:
+            errors["source"] = [f"Jobs of kind {kind.name} do not read source code."]
+        return project, None
+    if source is not None:
+        if project is not None and source.project_id != project.pk:
+            errors["source"] = ["This source belongs to another project."]
+        elif source.status != SourceSnapshot.Status.READY:
+            errors["source"] = [f"Source {source.pk} is {source.status}, not ready."]
+        return project or source.project, source
+    if project is None:
+        errors["project"] = [f"Jobs of kind {kind.name} scan a project's code: choose the project."]
+        return project, None
+    source = newest_ready(project)
+    if source is None:
+        errors["source"] = [
+            f"Project {project.name!r} has no source code yet: upload an archive or add a git URL."
+        ]
+    return project, source
+
+
+MAX_GPUS_PER_JOB = 64
+MAX_GPU_INDEX = 1023
+QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def _bounded(kinds: tuple[type, ...], low: float, high: float) -> Callable[[object], str | None]:
+    names = " or ".join(k.__name__ for k in kinds)
+
+    def check(value: object) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            return f"must be {names}"
+        if value < 0:
+            return "must not be negative"
+        if not low <= value <= high:
+            return f"must be between {low} and {high}"
+        return None
+
+    return check
+
+
+def _gpu_indices(value: object) -> str | None:
+    if not isinstance(value, list):
+        return "must be a list of GPU indices"
+    if not 1 <= len(value) <= MAX_GPUS_PER_JOB:
+        return f"must list between 1 and {MAX_GPUS_PER_JOB} indices"
+    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in value):
+        return "must be a list of non-negative integers"
+    if max(value) > MAX_GPU_INDEX:
+        return f"indices must be at most {MAX_GPU_INDEX}"
+    if len(set(value)) != len(value):
+        return "must not name a GPU twice"
+    return None
+
+
+def _queue(value: object) -> str | None:
+    if not isinstance(value, str) or not QUEUE_NAME.fullmatch(value):
+        return "must be a queue name: letters, digits, - and _, at most 64 characters"
+    return None
+
+
+def _gpu_vendor(value: object) -> str | None:
+    return None if value in ("amd", "nvidia") else "must be amd or nvidia"
+
+
+# The schema of a job's hardware request: each field's check says what is wrong, or None.
+# The executors then clamp the limits to the server's caps.
+HARDWARE_FIELDS: dict[str, Callable[[object], str | None]] = {
+    "queue": _queue,
+    "gpu_vendor": _gpu_vendor,
+    "gpu_count": _bounded((int,), 0, MAX_GPUS_PER_JOB),
+    "gpu_indices": _gpu_indices,
+    "memory_mb": _bounded((int,), 16, 16 * 1024 * 1024),
+    "cpus": _bounded((int, float), 0.01, 4096),
+    "pids": _bounded((int,), 8, 4 * 1024 * 1024),
+}
+
+
+def validate_hardware(hardware: object) -> list[str]:
+    """What a job may ask of its worker, each problem as "field: what is wrong"."""
+    if not isinstance(hardware, dict):
+        return ["Must be an object."]
+    problems = []
+    for key, value in hardware.items():
+        check = HARDWARE_FIELDS.get(key)
+        if check is None:
+            problems.append(f"{str(key)[:64]}: unknown field (known: {', '.join(HARDWARE_FIELDS)})")
+        elif problem := check(value):
+            problems.append(f"{key}: {problem}")
+    return problems
+
+
+def image_for(kind: str) -> str:
+    """The container image that runs a kind unless the job names one."""
+    return settings.ROCPATH_KIND_IMAGES.get(kind, settings.ROCPATH_IMAGE)
+
+
+def queue_for(job: Job) -> str:
+    """Jobs that ask for particular hardware go to the queue of the workers that have it."""
+    queue = (job.requested_hardware or {}).get("queue")
+    return str(queue) if queue else settings.CELERY_TASK_DEFAULT_QUEUE
+
+
+RUN_TASK = "jobs.run_job"  # jobs/tasks.py
+
+
+def enqueue(job: Job, *, countdown: float | None = None, note: str = "") -> bool:
+    """Mark the job queued under a new task id and queue its run (by name: jobs.tasks
+    imports this module), to start no sooner than ``countdown`` s from now when given.
+    False when the job moved first (canceled before it could be queued)."""
+    task_id = str(uuid.uuid4())
+    if not job.mark_queued(task_id, note=note):
+        return False
+    queue_task(
+        RUN_TASK,
+        job.pk,
+        task_id=task_id,
+        queue=queue_for(job),
+        on_error=lambda exc: job.fail_to_run(f"could not reach the job queue: {exc}"),
+        countdown=countdown,
+    )
+    return True
