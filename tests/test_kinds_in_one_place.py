@@ -36,10 +36,6 @@ DELIBERATE = {
     ("templates/portal/api_token.html", "probe"): (
         "an example request on the token page; probe is the kind that needs nothing"
     ),
-    ("jobs/services.py", "compile-check"): (
-        "PENDING (issue 10): submit's `if kind == ...` becomes "
-        "teams.facts.with_project_defaults once jobs/services is a package"
-    ),
 }
 
 

@@ -15,11 +15,13 @@ from django.conf import settings
 from django.db import transaction
 
 from config.celery import queue_task
+from jobs import routing
 from jobs.choices import LaunchType
 from jobs.models import Job
 from jobs.param_caps import param_cap_errors
 from stack.kinds import KINDS, ParamsError, validate_params
 from teams.access import writable_team_ids
+from teams.facts import with_project_defaults
 from teams.models import AdoptionProject, SourceSnapshot, Team
 from teams.sources import newest_ready
 
@@ -63,10 +65,10 @@ def submit_job(
     if project is not None and team is not None and project.team_id != team.pk:
         errors["project"] = ["This project belongs to another team."]
 
-    if kind == "compile-check" and project is not None and "targets" not in (params or {}):
-        # A project says which GPUs it is ported for: compile for their architectures,
-        # whichever way the job comes (page, REST, CLI), unless it names its own.
-        params = {**(params or {}), "targets": project.compile_targets()}
+    # A job for a project gets what its kind takes from the project (compile-check: the
+    # architectures of its GPUs), whichever way it comes (page, REST, CLI), unless it
+    # names its own.
+    params = with_project_defaults(KINDS.get(kind), project, params)
     clean_params: dict = {}
     spec = KINDS.get(kind)
     if spec is None:
@@ -86,6 +88,8 @@ def submit_job(
         project, source = _resolve_source(spec, project, source, errors)
     if hardware is not None and (hardware_errors := validate_hardware(hardware)):
         errors["hardware"] = hardware_errors
+    if team is not None and (queue_errors := routing.queue_errors(hardware, team)):
+        errors.setdefault("hardware", []).extend(queue_errors)
     if image and not any(image.startswith(p) for p in settings.ROCPATH_IMAGE_ALLOW):
         errors["image"] = [
             f"Images must start with one of: {', '.join(settings.ROCPATH_IMAGE_ALLOW)}."
@@ -227,7 +231,8 @@ def validate_hardware(hardware: object) -> list[str]:
 
 def image_for(kind: str) -> str:
     """The container image that runs a kind unless the job names one."""
-    return settings.ROCPATH_KIND_IMAGES.get(kind, settings.ROCPATH_IMAGE)
+    default = getattr(KINDS.get(kind), "default_image", None) or settings.ROCPATH_IMAGE
+    return settings.ROCPATH_KIND_IMAGES.get(kind, default)
 
 
 def queue_for(job: Job) -> str:
