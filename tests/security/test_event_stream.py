@@ -22,28 +22,11 @@ from django.conf import settings
 from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
 from stack import contract
+from tests.hooks import Recorder
 
 DEEP = (
     '{"event": "log", "level": "info", "message": "deep", "a": ' + "[" * 30000 + "]" * 30000 + "}"
 )
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[dict] = []
-        self.lines: list[tuple[str, str]] = []
-
-    def on_event(self, event: dict) -> None:
-        self.events.append(event)
-
-    def on_line(self, line: str, stream: str) -> None:
-        self.lines.append((stream, line))
-
-    def should_cancel(self) -> bool:
-        return False
-
-    def heartbeat(self) -> None:
-        pass
 
 
 def test_a_deeply_nested_event_line_is_not_an_event():
@@ -71,9 +54,9 @@ def test_nesting_is_counted_outside_strings_only():
 
 
 def test_a_runner_printing_a_deeply_nested_line_ends_normally(monkeypatch, tmp_path):
-    workdir = tmp_path / "987"
-    workdir.mkdir()
-    spec = JobSpec(job_id=987, kind="noop", workdir=workdir, timeout_s=60)
+    job_dir = tmp_path / "987"
+    job_dir.mkdir()
+    spec = JobSpec(job_id=987, kind="noop", job_dir=job_dir, timeout_s=60)
     spec.params_file.write_text("{}")
     program = f"import sys; sys.stdout.write({DEEP!r} + '\\n'); print('after')"
     python = settings.ROCPATH_STACK_PYTHON or sys.executable
