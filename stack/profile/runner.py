@@ -260,13 +260,11 @@ def _profile(session: Session, started: float) -> RunResult:
 
     # 2. The vendor's profiler over the same workload, in a fresh process.
     if NCU in wanted:
-        ctx.emit.progress(40, "running the workload under Nsight Compute")
         profilers[NCU] = {
             **profilers.get(NCU, {}),
             **_run_ncu(session, ctx, vendor, artifacts, record),
         }
     if ROCPROFV3 in wanted:
-        ctx.emit.progress(70, "running the workload under rocprofv3")
         done = _run_rocprof(session, ctx, vendor, artifacts, record)
         profilers[ROCPROFV3] = {**profilers.get(ROCPROFV3, {}), **done}
 
@@ -332,6 +330,7 @@ def _run_ncu(session: Session, ctx: RunContext, vendor: Any, artifacts: list, re
     path = which(NCU, (os.path.join(cuda_home, "bin"),))
     if path is None:
         return _unavailable(str(ToolMissing(NCU)))
+    ctx.emit.progress(40, "running the workload under Nsight Compute")
     spec_path, _ = session.spec(NCU, torch_profiler=False, ranged=True)
     argv = ncu.command(
         path,
@@ -375,6 +374,7 @@ def _run_rocprof(
     path = which(ROCPROFV3)
     if path is None:
         return _unavailable(str(ToolMissing(ROCPROFV3)))
+    ctx.emit.progress(70, "running the workload under rocprofv3")
     spec_path, folder = session.spec(ROCPROFV3, torch_profiler=False)
     out_dir = folder / "rocprofv3"
     argv = rocprof.command(path, session.target(spec_path), out_dir)
