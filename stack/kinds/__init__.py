@@ -19,6 +19,7 @@ from stack.kinds import (
     hipify_scan,
     noop,
     probe,
+    profile,
     sandbox_check,
 )
 from stack.kinds.base import (
@@ -33,7 +34,16 @@ from stack.kinds.base import (
 )
 from stack.tools import register_install_hints
 
-_MODULES = (noop, probe, sandbox_check, blas_bench, hipify_scan, hipify_convert, compile_check)
+_MODULES = (
+    noop,
+    probe,
+    sandbox_check,
+    blas_bench,
+    hipify_scan,
+    hipify_convert,
+    compile_check,
+    profile,
+)
 
 KINDS: dict[str, Kind] = {module.KIND.name: module.KIND for module in _MODULES}
 
