@@ -260,10 +260,9 @@ def _profile(session: Session, started: float) -> RunResult:
 
     # 2. The vendor's profiler over the same workload, in a fresh process.
     if NCU in wanted:
-        profilers[NCU] = {
-            **profilers.get(NCU, {}),
-            **_run_ncu(session, ctx, vendor, artifacts, record),
-        }
+        # Run first: record() marks the profiler as ran, and that must survive the merge.
+        done = _run_ncu(session, ctx, vendor, artifacts, record)
+        profilers[NCU] = {**profilers.get(NCU, {}), **done}
     if ROCPROFV3 in wanted:
         done = _run_rocprof(session, ctx, vendor, artifacts, record)
         profilers[ROCPROFV3] = {**profilers.get(ROCPROFV3, {}), **done}

@@ -86,3 +86,15 @@ def test_the_command_asks_for_the_documented_metrics_with_clocks_left_alone():
 def test_a_script_is_profiled_from_its_start():
     argv = ncu.command("ncu", ["python3", "s.py"], max_kernels=5, from_start=True)
     assert "--profile-from-start" not in argv
+
+
+def test_a_csv_ncu_printed_on_the_h200_reads_with_its_thousands_separators():
+    """Four launches cut from what ncu 2025.3.1 printed for a bf16 4096³ matmul on the lent
+    H200 (docs/results/profile-h200/): durations such as "176,320" ns carry commas."""
+    launches = ncu.parse_csv(profile_fixture("ncu-h200-bf16-4096-measured.csv"))
+    assert [k.name for k in launches] == [GEMM] * 4
+    assert launches[0].total_ns == pytest.approx(176320)
+    assert launches[0].sm_throughput_pct == pytest.approx(90.45)
+    assert launches[0].dram_throughput_pct == pytest.approx(20.82)
+    assert launches[0].l2_hit_pct == pytest.approx(75.32)
+    assert launches[0].occupancy_pct == pytest.approx(14.64)
