@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobs.storage import writing
 from stack import contract
 
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -308,22 +309,23 @@ def collect_artifacts(
 def _copy(fd: int, size: int, dest: Path, rel: str) -> Copied:
     """Copy ``size`` bytes from ``fd`` to dest/rel, hashing them on the way."""
     target = dest / rel
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o750)
     digest = hashlib.sha256()
     copied = 0
-    out = os.open(
-        target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640
-    )
-    try:
-        while copied < size:
-            block = os.read(fd, min(COPY_BLOCK, size - copied))
-            if not block:
-                break  # shrank since its fstat: keep what was there
-            digest.update(block)
-            view = memoryview(block)
-            while view:
-                view = view[os.write(out, view) :]
-            copied += len(block)
-    finally:
-        os.close(out)
+    with writing(target):  # a full disk says which file and how much room is left
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o750)
+        out = os.open(
+            target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640
+        )
+        try:
+            while copied < size:
+                block = os.read(fd, min(COPY_BLOCK, size - copied))
+                if not block:
+                    break  # shrank since its fstat: keep what was there
+                digest.update(block)
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(out, view) :]
+                copied += len(block)
+        finally:
+            os.close(out)
     return Copied(path=rel, size=copied, sha256=digest.hexdigest())

@@ -1,14 +1,33 @@
-"""Celery worker hooks: recovery at start-up, database connection hygiene per task."""
+"""Celery worker hooks: the artifact root checked and recovery at start-up, database
+connection hygiene per task."""
 
 from __future__ import annotations
 
 import logging
 
-from celery.signals import task_prerun, worker_ready
+from celery.signals import task_prerun, worker_init, worker_ready
 from celery.worker.control import control_command
 from django.db import close_old_connections
 
 logger = logging.getLogger(__name__)
+
+
+@worker_init.connect
+def _check_artifact_root(**_: object) -> None:
+    """Refuse to start on an artifact root that is read-only or full: every job would fail.
+
+    SystemExit, not an exception: Celery logs a receiver's exception and starts anyway.
+    """
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from jobs.storage import root_problem
+
+    problem = root_problem(Path(settings.ARTIFACT_ROOT), min_free_mb=settings.ROCPATH_MIN_FREE_MB)
+    if problem:
+        logger.critical("the worker does not start: %s", problem)
+        raise SystemExit(f"rocpath: the worker does not start: {problem}")
 
 
 @worker_ready.connect

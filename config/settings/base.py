@@ -8,6 +8,7 @@ without the values that must not be guessed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -296,6 +297,29 @@ ROCPATH_EVENT_BYTES_MAX = env_int("ROCPATH_EVENT_BYTES_MAX", 16 * 1024**2, minim
 # The engine keeps a container's output in its log driver too: capped, so a chatty job
 # cannot fill /var/lib/docker (json-file, two files of half this size).
 ROCPATH_DOCKER_LOG_MAX_MB = env_int("ROCPATH_DOCKER_LOG_MAX_MB", 16, minimum=2)
+
+# --- reliability: storage and deployment ---------------------------------------
+# A worker refuses to start when ARTIFACT_ROOT is not writable or has less room than this
+# (jobs/storage.py): it would fail every job it took.
+ROCPATH_MIN_FREE_MB = env_int("ROCPATH_MIN_FREE_MB", 512, minimum=0)
+# Who owns a job container on a shared Docker engine: containers carry it as a label and in
+# their name, and every sweep lists only its own. By default a hash of the database (engine,
+# host, port, name: no password) and the artifact root, stable across restarts and different
+# for two rocpaths on one machine; set it when two hosts of one deployment differ in either.
+ROCPATH_DEPLOYMENT = env_str(
+    "ROCPATH_DEPLOYMENT",
+    hashlib.sha256(
+        "\n".join(
+            str(DATABASES["default"].get(key) or "") for key in ("ENGINE", "HOST", "PORT", "NAME")
+        ).encode()
+        + f"\n{ARTIFACT_ROOT}".encode()
+    ).hexdigest()[:12],
+)
+if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,39}", ROCPATH_DEPLOYMENT):
+    raise ImproperlyConfigured(
+        f"ROCPATH_DEPLOYMENT={ROCPATH_DEPLOYMENT!r}: at most 40 letters, digits, '_', '.' or "
+        "'-', starting with a letter or digit (it is part of container names)"
+    )
 
 # --- celery -------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"

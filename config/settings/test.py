@@ -4,6 +4,7 @@ Integration tests need the services named in the issue; unit tests share the
 same database so there is only one configuration to keep green.
 """
 
+import hashlib
 import os
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/rocpath")
@@ -11,6 +12,15 @@ os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SECRET_KEY", "test-only-not-secret")
 # Jobs run locally unless a test asks for the docker executor (tests/containers).
 os.environ.setdefault("ROCPATH_EXECUTOR", "local")
+# One deployment per suite: its job containers are its own on a shared engine, and the
+# workers a test starts (which inherit this environment) sweep the same ones as the test.
+os.environ.setdefault(
+    "ROCPATH_DEPLOYMENT",
+    "test-"
+    + hashlib.sha256(
+        f"{os.environ.get('ROCPATH_TEST_DB', 'test_rocpath')}\n{__file__}".encode()
+    ).hexdigest()[:10],
+)
 
 from config.settings.base import *  # noqa: F403
 

@@ -5,7 +5,8 @@ tmpfs for /tmp, a non-root user, every capability dropped, no-new-privileges,
 memory / CPU / pids limits from the job within server-side caps. The job's
 folder is mounted: params.json read-only, out/ writable, nothing else of the
 host. The Docker socket is never mounted into a job. Containers carry labels
-(job, worker) so that containers left by a dead worker can be found and removed.
+(deployment, job, worker) so that containers left by a dead worker can be found and
+removed, and only this deployment's: another rocpath may share the engine.
 
 Over 400 lines: one engine's three parts, each short, that share its labels and
 client: the container's sandbox (container_params, limits_for), its run (start,
@@ -49,6 +50,7 @@ logger = logging.getLogger(__name__)
 LABEL_JOB = "rocpath.job"
 LABEL_WORKER = "rocpath.worker"
 LABEL_MANAGED = "rocpath.managed"
+LABEL_DEPLOYMENT = "rocpath.deployment"  # settings.ROCPATH_DEPLOYMENT: whose container it is
 CONTAINER_UID = 10001  # the "rocpath" user of the job images
 STOP_GRACE_S = 5
 CONTAINER_TMP = "/tmp"  # noqa: S108 - the container's own tmpfs, not the host's /tmp
@@ -108,6 +110,11 @@ def container_user() -> str:
     return f"{CONTAINER_UID}:{CONTAINER_UID}" if uid == 0 else f"{uid}:{os.getgid()}"
 
 
+def container_name(spec: JobSpec) -> str:
+    """Unique on a shared engine: job ids repeat between deployments (and test suites)."""
+    return f"rocpath-{settings.ROCPATH_DEPLOYMENT}-job-{spec.job_id}-a{spec.attempt}"
+
+
 def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
     """The exact arguments of containers.create() for a job: the sandbox in one place."""
     from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
@@ -137,9 +144,10 @@ def container_params(spec: JobSpec, gpu: GpuProfile) -> dict[str, Any]:
             "--work",
             "/job/work",
         ],
-        "name": f"rocpath-job-{spec.job_id}-a{spec.attempt}",
+        "name": container_name(spec),
         "labels": {
             LABEL_MANAGED: "1",
+            LABEL_DEPLOYMENT: settings.ROCPATH_DEPLOYMENT,
             LABEL_JOB: str(spec.job_id),
             LABEL_WORKER: spec.worker,
         },
@@ -407,12 +415,24 @@ def _read_output(stream: Iterable[tuple[bytes | None, bytes | None]], chunks: qu
 
 
 def _listed(engine: Any, *labels: str) -> list[dict]:
-    """Managed containers as the engine lists them: no per-container inspect to race with."""
-    return engine.api.containers(all=True, filters={"label": [f"{LABEL_MANAGED}=1", *labels]})
+    """This deployment's job containers as the engine lists them (no per-container inspect
+    to race with). Another rocpath on the same engine has containers of jobs whose ids mean
+    nothing here: they are never listed, so never removed."""
+    return engine.api.containers(
+        all=True,
+        filters={
+            "label": [
+                f"{LABEL_MANAGED}=1",
+                f"{LABEL_DEPLOYMENT}={settings.ROCPATH_DEPLOYMENT}",
+                *labels,
+            ]
+        },
+    )
 
 
 def remove_containers(*, worker: str | None = None, jobs: set[int] | None = None) -> list[str]:
-    """Remove rocpath job containers left behind: by a worker's name, or of given jobs."""
+    """Remove this deployment's job containers left behind: by a worker's name, or of given
+    jobs."""
     try:
         engine = client()
     except ExecutorError:
@@ -429,7 +449,7 @@ def remove_containers(*, worker: str | None = None, jobs: set[int] | None = None
 
 
 def job_ids_of_containers() -> set[int]:
-    """Jobs that have a container on this host."""
+    """Jobs of this deployment that have a container on this host."""
     try:
         engine = client()
     except ExecutorError:

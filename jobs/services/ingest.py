@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import mimetypes
 import shutil
 import signal
@@ -23,10 +24,13 @@ from jobs.models import Artifact, Job, JobEvent, Measurement
 from jobs.outputs import Collected, Refused, collect_artifacts, read_result
 from jobs.services.environments import record_environment
 from jobs.services.paths import artifact_dir
+from jobs.storage import DiskFull
 from stack import contract
 
 if TYPE_CHECKING:
     from jobs.services.run import DatabaseHooks
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -106,17 +110,52 @@ def conclude(job: Job, spec: JobSpec, outcome: Outcome, hooks: DatabaseHooks | N
     ending: its row no longer says running, so nothing is added). The job's out/ is
     removed afterwards: what it produced lives on as the copies in artifact_dir().
     """
-    gathered = gather(job, spec, outcome)
+    pending = list(hooks.pending) if hooks else []
     try:
+        gathered = gather(job, spec, outcome)
         with transaction.atomic():
             progress = hooks.close(update_progress=False) if hooks else None
             verdict = _conclude(job, spec, outcome, progress, gathered)
+    except Exception as exc:  # whatever it was, the job must end, saying so
+        verdict = _could_not_store(job, exc, pending)
     finally:
         with contextlib.suppress(OSError):
             shutil.rmtree(spec.out_dir, ignore_errors=True)
     if not Artifact.objects.filter(job_id=job.pk).exists():
-        shutil.rmtree(artifact_dir(job.pk), ignore_errors=True)  # copied for nothing
+        shutil.rmtree(artifact_dir(job.pk), ignore_errors=True)  # copied for nothing, or partly
     return verdict
+
+
+def _could_not_store(job: Job, exc: Exception, pending: list[JobEvent]) -> str:
+    """End the job errored with the exception that stopped its conclude.
+
+    Whatever it was (a value PostgreSQL refuses, a full disk, a MemoryError), the conclude
+    transaction has rolled back by now; this one is new. Left running, the job would be
+    reaped later as "worker lost: no heartbeat", the wrong cause. The log lines that were
+    buffered for the failed transaction are written again, so the job's log keeps its end.
+    """
+    logger.exception("job %s: could not store the result", job.pk)
+    reason = f"could not store the result: {_cause(exc)}"
+    shutil.rmtree(artifact_dir(job.pk), ignore_errors=True)  # no row references these now
+    with transaction.atomic():
+        job.refresh_from_db()  # what the failed transaction moved it to was rolled back
+        if job.status != JobStatus.RUNNING:
+            return f"ended elsewhere: {job.status}"
+        for event in pending:
+            event.pk = None
+        JobEvent.objects.bulk_create(pending)
+        JobEvent.objects.create(job=job, kind=EventKind.LOG, level="error", message=reason)
+        if not job.fail_to_run(reason):
+            return f"ended elsewhere: {Job.objects.get(pk=job.pk).status}"
+    return "errored: could not store the result"
+
+
+def _cause(exc: BaseException) -> str:
+    """The exception as one line of the job's error: a full disk names its path and room."""
+    if isinstance(exc, DiskFull):
+        return str(exc)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}"[:2000] if text else type(exc).__name__
 
 
 def _conclude(

@@ -23,6 +23,7 @@ from jobs.models import Job, JobEvent
 from jobs.services.ingest import conclude
 from jobs.services.paths import cache_dir_for, job_dir
 from jobs.services.submit import enqueue
+from jobs.storage import DiskFull, is_full
 from teams.sources import tree_of
 
 logger = logging.getLogger(__name__)
@@ -211,7 +212,11 @@ def execute_job(job_id: int, *, worker: str) -> str:
     except Exception as exc:
         hooks.close()
         logger.exception("job %s: executor crashed", job.pk)
-        job.fail_to_run(f"internal error while running the job: {type(exc).__name__}: {exc}")
+        job.fail_to_run(
+            str(DiskFull(exc.filename or folder, exc.errno))  # names the path and the room
+            if is_full(exc)
+            else f"internal error while running the job: {type(exc).__name__}: {exc}"
+        )
         return "errored"
     finally:
         release_gpus(job)

@@ -34,7 +34,7 @@ def _spec(tmp_path: Path, **hardware) -> JobSpec:
     )
 
 
-def test_every_job_container_is_sandboxed(tmp_path):
+def test_every_job_container_is_sandboxed(tmp_path, settings):
     params = container_params(_spec(tmp_path), NO_GPU)
     assert params["network_mode"] == "none"
     assert params["read_only"] is True
@@ -46,10 +46,11 @@ def test_every_job_container_is_sandboxed(tmp_path):
     assert params["pids_limit"] > 0 and params["nano_cpus"] > 0
     assert params["labels"] == {
         "rocpath.managed": "1",
+        "rocpath.deployment": settings.ROCPATH_DEPLOYMENT,
         "rocpath.job": "42",
         "rocpath.worker": "w1@host",
     }
-    assert params["name"] == "rocpath-job-42-a2"
+    assert params["name"] == f"rocpath-{settings.ROCPATH_DEPLOYMENT}-job-42-a2"
     assert "devices" not in params and "device_requests" not in params
 
 

@@ -1,0 +1,52 @@
+"""A container that exits before its output could be read still ends its job.
+
+Attached after start, a container running /bin/true had often exited already and the
+attach stream never ended: the job hung for ever (5 of 5), heartbeats kept the reaper off,
+and neither cancel nor timeout_s reached it. The executor attaches before it starts the
+container (as `docker run` does); this runs the real engine five times over.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.executors import docker as docker_executor
+from jobs.executors.base import JobSpec, Outcome
+from tests.factories import make_job
+from tests.hooks import Recorder
+
+pytestmark = pytest.mark.django_db
+
+ENDS_WITHIN_S = 60  # a job of /bin/true takes well under a second; a hang never ends
+
+
+@pytest.mark.parametrize("run", range(5))
+def test_a_container_that_exits_at_once_ends_its_job(team, job_image, monkeypatch, run):
+    job = make_job(team, status=JobStatus.RUNNING, worker="w@h")
+    spec = JobSpec(
+        job_id=job.pk, kind="noop", job_dir=services.job_dir(job.pk), timeout_s=30, image=job_image
+    )
+    spec.job_dir.mkdir(parents=True)
+    spec.params_file.write_text("{}")
+    real = docker_executor.container_params
+
+    def exits_at_once(spec: JobSpec, gpu) -> dict:
+        params = real(spec, gpu)
+        params["entrypoint"], params["command"] = ["/bin/true"], []
+        return params
+
+    monkeypatch.setattr(docker_executor, "container_params", exits_at_once)
+    ended: list[Outcome] = []
+    runner = threading.Thread(
+        target=lambda: ended.append(docker_executor.DockerExecutor().run(spec, Recorder())),
+        daemon=True,  # a hung one must not keep the test process alive
+    )
+    runner.start()
+    runner.join(ENDS_WITHIN_S)
+    docker_executor.remove_containers(jobs={job.pk})
+    assert ended, f"the job of a container that ran /bin/true did not end in {ENDS_WITHIN_S} s"
+    assert ended[0].exit_code == 0 and not ended[0].timed_out
