@@ -13,7 +13,7 @@ def test_every_cap_a_kind_may_name_has_a_value_on_the_server():
     assert set(CAPS) == set(Cap.ALL)
 
 
-def test_the_kinds_cap_what_they_capped_before_the_caps_moved_onto_them():
+def test_the_kinds_cap_what_they_capped_before_the_caps_moved_onto_them_and_profiles_runs():
     assert set(CAPPED) == {
         ("noop", "seconds"),
         ("noop", "write_bytes"),
@@ -25,6 +25,9 @@ def test_the_kinds_cap_what_they_capped_before_the_caps_moved_onto_them():
         ("hipify-scan", "jobs"),
         ("hipify-convert", "jobs"),
         ("compile-check", "jobs"),
+        ("profile", "workload_timeout_s"),
+        ("profile", "profiler_timeout_s"),
+        ("profile", "trace_max_bytes"),
     }
 
 
