@@ -24,7 +24,11 @@ TERMINAL_STATUSES = frozenset(
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     JobStatus.PENDING: frozenset({JobStatus.QUEUED, JobStatus.CANCELED, JobStatus.ERRORED}),
-    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELED, JobStatus.ERRORED}),
+    # queued → pending: its message could not be sent (the broker is down); the dispatcher
+    # queues it again when the broker is back (services.dispatch).
+    JobStatus.QUEUED: frozenset(
+        {JobStatus.PENDING, JobStatus.RUNNING, JobStatus.CANCELED, JobStatus.ERRORED}
+    ),
     # running → queued: its executor failed for a passing reason (ExecutorError with
     # permanent=False) and it is queued again, a bounded number of times (services.run).
     JobStatus.RUNNING: frozenset(

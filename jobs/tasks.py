@@ -6,10 +6,15 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from jobs import services
 
 logger = logging.getLogger(__name__)
+
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+DB_RETRY_BASE_S = 2  # then 4, 8, ... up to DB_RETRY_MAX_S, ROCPATH_DB_RETRIES times
+DB_RETRY_MAX_S = 60
 
 
 @shared_task(
@@ -21,10 +26,36 @@ logger = logging.getLogger(__name__)
     soft_time_limit=None,
     time_limit=settings.ROCPATH_JOB_TIMEOUT_MAX_S + 600,
 )
-def run_job(self, job_id: int) -> str:
-    outcome = services.execute_job(job_id, worker=self.request.hostname or "unknown")
+def run_job(self, job_id: int, retry_of: str = "") -> str:
+    try:
+        outcome = services.execute_job(
+            job_id,
+            worker=self.request.hostname or "unknown",
+            task_id=self.request.id or "",
+            retry_of=retry_of,
+        )
+    except DATABASE_ERRORS as exc:
+        # A lost database (a restart, a dropped connection) must not leave the job queued
+        # or running with nobody on it: try this task again once the database may be back,
+        # telling the next try what happened. task_prerun drops the broken connection.
+        retries = self.request.retries
+        if retries >= settings.ROCPATH_DB_RETRIES:
+            raise
+        delay = min(DB_RETRY_BASE_S * 2**retries, DB_RETRY_MAX_S)
+        logger.warning("job %s: database error, trying again in %s s: %s", job_id, delay, exc)
+        raise self.retry(
+            args=[job_id],
+            kwargs={"retry_of": f"{type(exc).__name__}: {exc}"[:500]},
+            countdown=delay,
+            max_retries=settings.ROCPATH_DB_RETRIES,
+        ) from exc
     logger.info("job %s: %s", job_id, outcome)
     return outcome
+
+
+@shared_task(name="jobs.dispatch_jobs", ignore_result=True)
+def dispatch_jobs() -> dict[str, list[int]]:
+    return services.dispatch_jobs()
 
 
 @shared_task(name="jobs.reap_stuck_jobs", ignore_result=True)

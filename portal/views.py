@@ -110,6 +110,15 @@ def job_log(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
+def _say_submitted(request: HttpRequest, job: Job) -> None:
+    if services.waits_for_broker(job):  # the broker could not be reached
+        messages.warning(
+            request, f"Job {job.pk} ({job.kind}) submitted. {services.BROKER_DOWN_NOTE}"
+        )
+    else:
+        messages.success(request, f"Job {job.pk} ({job.kind}) submitted.")
+
+
 @login_required
 def job_submit(request: HttpRequest) -> HttpResponse:
     teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
@@ -135,7 +144,7 @@ def job_submit(request: HttpRequest) -> HttpResponse:
                 for error in errors:
                     form.add_error(field if field in form.fields else None, error)
         else:
-            messages.success(request, f"Job {job.pk} ({job.kind}) submitted.")
+            _say_submitted(request, job)
             return redirect("portal:job-detail", pk=job.pk)
     kinds = [
         {
@@ -289,7 +298,7 @@ def project_step(request: HttpRequest, pk: int) -> HttpResponse:
     except services.SubmissionError as exc:
         messages.error(request, f"Not submitted: {exc}")
         return redirect("portal:project-detail", pk=pk)
-    messages.success(request, f"Job {job.pk} ({kind}) submitted.")
+    _say_submitted(request, job)
     return redirect("portal:job-detail", pk=job.pk)
 
 

@@ -40,5 +40,10 @@ def api(user: Any) -> APIClient:
 def no_enqueue(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record enqueues instead of talking to the broker, for tests of the web side alone."""
     sent: list[int] = []
-    monkeypatch.setattr("jobs.services.submit.enqueue", lambda job: sent.append(job.pk))
+
+    def record(job: Any) -> None:
+        job.mark_queued("test-task")  # as enqueue does before it sends
+        sent.append(job.pk)
+
+    monkeypatch.setattr("jobs.services.submit.enqueue", record)
     return sent

@@ -33,6 +33,7 @@ class Worker:
     log: Path
     proc: subprocess.Popen | None = None
     starts: int = field(default=0)
+    concurrency: int = 2
 
     def start(self) -> None:
         self.starts += 1
@@ -48,7 +49,7 @@ class Worker:
                 "-n",
                 self.name,
                 "-c",
-                "2",
+                str(self.concurrency),
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",

@@ -383,6 +383,52 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# --- reliability: dispatch and recovery ---------------------------------------
+# The database says what must run; the broker only carries the news (docs/reliability.md).
+# Redis: kombu's transport with its crash on a lost broker turned into a connection error
+# (config/broker.py), so a worker outlives a Redis restart. rediss:// keeps the stock one.
+if CELERY_BROKER_URL.startswith("redis://"):
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
+# A submission while the broker is down waits this long at most for it (then the job is
+# kept pending and the dispatcher queues it when the broker is back).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+# The reaper and the dispatcher run on their own queue, served by a process that never runs
+# jobs (`celery -A config worker -Q <this> -c 1`), so a full job queue cannot delay them.
+ROCPATH_CONTROL_QUEUE = (
+    env_str("ROCPATH_CONTROL_QUEUE", "") or f"{CELERY_TASK_DEFAULT_QUEUE}-control"
+)
+# Every ROCPATH_DISPATCH_INTERVAL_S the dispatcher queues the jobs left pending (the broker
+# was down) and sends again those queued for ROCPATH_REDISPATCH_AFTER_S with no worker's
+# claim and no message of theirs in the broker (it lost them: a restart without persistence).
+# Above the longest retry pause (60 s), whose message a worker holds until it is due.
+ROCPATH_DISPATCH_INTERVAL_S = env_int("ROCPATH_DISPATCH_INTERVAL_S", 10, minimum=1)
+ROCPATH_REDISPATCH_AFTER_S = env_int("ROCPATH_REDISPATCH_AFTER_S", 120, minimum=61)
+_CONTROL = {"queue": ROCPATH_CONTROL_QUEUE}
+CELERY_TASK_ROUTES = {
+    "jobs.reap_stuck_jobs": _CONTROL,
+    "jobs.dispatch_jobs": _CONTROL,
+    "teams.reap_source_staging": _CONTROL,
+}
+for _entry in CELERY_BEAT_SCHEDULE.values():
+    _entry.setdefault("options", {}).update(_CONTROL)
+CELERY_BEAT_SCHEDULE["dispatch-jobs"] = {
+    "task": "jobs.dispatch_jobs",
+    "schedule": float(ROCPATH_DISPATCH_INTERVAL_S),
+    "options": dict(_CONTROL),
+}
+# A task that loses its database (a restart, a dropped connection) is tried again after
+# 2, 4, 8 ... s, at most this many times, instead of leaving its job queued or running.
+ROCPATH_DB_RETRIES = env_int("ROCPATH_DB_RETRIES", 8, minimum=0)
+if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+    # A connection kept for CONN_MAX_AGE is checked before a request or task reuses it: the
+    # first request after a PostgreSQL restart gets a new one instead of a 500.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
 # --- API ----------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

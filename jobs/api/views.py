@@ -77,7 +77,7 @@ class JobViewSet(
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(request=JobSubmitSerializer, responses={201: JobSerializer})
+    @extend_schema(request=JobSubmitSerializer, responses={201: JobSerializer, 202: JobSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         form = JobSubmitSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -117,6 +117,13 @@ class JobViewSet(
         except services.SubmissionError as exc:
             raise ValidationError(exc.errors) from exc
         body = JobSerializer(job, context={"request": request}).data
+        if services.waits_for_broker(job):
+            # The broker could not be reached: the job is kept and queued once it is back
+            # (services.dispatch). 202, not 201: accepted, not yet handed to a worker.
+            body = {**body, "detail": services.BROKER_DOWN_NOTE}
+            return Response(
+                body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["links"]["self"]}
+            )
         return Response(
             body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["self"]}
         )

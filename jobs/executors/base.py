@@ -12,6 +12,7 @@ differs, as a ``Started``: how its output is read, how it is stopped, how it end
 
 from __future__ import annotations
 
+import contextlib
 import time
 from abc import ABC, abstractmethod
 from collections import deque
@@ -189,6 +190,18 @@ def follow(started: Started, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
     line is at most ROCPATH_EVENT_LINE_MAX_BYTES. The runner is stopped at its deadline
     or when the job was canceled, and the worker beats every ROCPATH_HEARTBEAT_S.
     """
+    try:
+        return _follow(started, spec, hooks)
+    except BaseException:
+        # A hook raised (the database went away mid-job, the task is killed): the runner
+        # must not outlive the loop that follows it, or a retry would run the job twice.
+        started.stop()
+        with contextlib.suppress(Exception):
+            started.wait(Outcome())
+        raise
+
+
+def _follow(started: Started, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
     outcome = Outcome()
     limit = settings.ROCPATH_EVENT_LINE_MAX_BYTES
     beat_every = settings.ROCPATH_HEARTBEAT_S

@@ -142,6 +142,10 @@ class Job(models.Model):
     def mark_queued(self, task_id: str, note: str = "") -> bool:
         return self._move(JobStatus.QUEUED, note=note, task_id=task_id, queued_at=timezone.now())
 
+    def mark_pending(self, note: str) -> bool:
+        """Back to pending: the message that was to run it could not be sent."""
+        return self._move(JobStatus.PENDING, note=note, task_id="", queued_at=None)
+
     def claim(self, worker: str, **fields: Any) -> bool:
         """Take a queued job for running; False when another delivery already took it.
 

@@ -2,19 +2,22 @@
 
 submit (validate, create, enqueue) → cancel → run (claim, execute, stream events) →
 ingest (conclude: result.json, artifacts, the final status) → environments (the rows a
-result's fingerprint is kept in) → recovery (reap what is stuck); paths says where a
-job's files live. The public names are re-exported here, so that callers write
-``services.submit_job(...)``. A test that replaces a name replaces it where it is
-looked up: in its module (``jobs.services.submit.enqueue``), not here.
+result's fingerprint is kept in) → recovery (reap what is stuck) and dispatch (queue what
+the broker lost or never had); paths says where a job's files live. The public names
+are re-exported here, so that callers write ``services.submit_job(...)``. A test that
+replaces a name replaces it where it is looked up: in its module
+(``jobs.services.submit.enqueue``), not here.
 """
 
 from jobs.services.cancel import cancel_job, revoke
+from jobs.services.dispatch import dispatch_jobs
 from jobs.services.environments import environment_digest, environment_identity, record_environment
 from jobs.services.ingest import Gathered, conclude, gather, ingest_result
 from jobs.services.paths import artifact_dir, artifact_file, cache_dir_for, job_dir
 from jobs.services.recovery import reap_stuck_jobs, recover_worker_jobs, sweep_containers
 from jobs.services.run import DatabaseHooks, events_after, execute_job
 from jobs.services.submit import (
+    BROKER_DOWN_NOTE,
     RUN_TASK,
     SubmissionError,
     enqueue,
@@ -23,9 +26,11 @@ from jobs.services.submit import (
     rerun_job,
     submit_job,
     validate_hardware,
+    waits_for_broker,
 )
 
 __all__ = [
+    "BROKER_DOWN_NOTE",
     "RUN_TASK",
     "DatabaseHooks",
     "Gathered",
@@ -35,6 +40,7 @@ __all__ = [
     "cache_dir_for",
     "cancel_job",
     "conclude",
+    "dispatch_jobs",
     "enqueue",
     "environment_digest",
     "environment_identity",
@@ -53,4 +59,5 @@ __all__ = [
     "submit_job",
     "sweep_containers",
     "validate_hardware",
+    "waits_for_broker",
 ]

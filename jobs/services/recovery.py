@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.choices import JobStatus
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.services.cancel import revoke
 from jobs.services.submit import queue_for
 
@@ -17,31 +17,100 @@ logger = logging.getLogger(__name__)
 
 
 def reap_stuck_jobs() -> list[int]:
-    """End jobs nobody is going to finish, each with the reason it was given up on."""
+    """End jobs nobody is going to finish, each with what was seen when it was given up on."""
     now = timezone.now()
     reaped: list[int] = []
-    running_grace = timedelta(seconds=settings.ROCPATH_RUNNING_GRACE_S)
-    for job in Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=now - running_grace):
-        if job.fail_to_run(
-            f"worker lost: no heartbeat from {job.worker or 'its worker'} since "
-            f"{job.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC (reaped after "
-            f"{settings.ROCPATH_RUNNING_GRACE_S} s)"
-        ):
+    running_grace = settings.ROCPATH_RUNNING_GRACE_S
+    stale = Job.objects.filter(
+        status=JobStatus.RUNNING, heartbeat_at__lt=now - timedelta(seconds=running_grace)
+    )
+    answering = _answering_workers({job.worker for job in stale if job.worker})
+    for job in stale:
+        since = f"{job.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC"
+        if job.worker and job.worker in answering:
+            # The worker is alive but its task no longer beats: the task ended without
+            # finishing the job (it raised, e.g. on a lost database), not the worker.
+            reason = (
+                f"the job stopped beating on {job.worker} since {since}, and that worker still "
+                "answers: its task ended without finishing the job (a database or broker "
+                f"error? see the worker's log); reaped after {running_grace} s"
+            )
+        else:
+            reason = (
+                f"worker lost: no heartbeat from {job.worker or 'its worker'} since {since}, "
+                f"and it does not answer (reaped after {running_grace} s)"
+            )
+        if job.fail_to_run(reason):
             reaped.append(job.pk)
-    queued_grace = timedelta(seconds=settings.ROCPATH_QUEUED_GRACE_S)
-    for job in Job.objects.filter(status=JobStatus.QUEUED, queued_at__lt=now - queued_grace):
-        if job.fail_to_run(
-            f"no worker picked the job up within {settings.ROCPATH_QUEUED_GRACE_S} s "
-            f"(queue {queue_for(job)!r}: is a worker listening on it?)"
-        ):
+    queued_grace = settings.ROCPATH_QUEUED_GRACE_S
+    waiting = list(
+        Job.objects.filter(
+            status=JobStatus.QUEUED, queued_at__lt=now - timedelta(seconds=queued_grace)
+        )
+    )
+    consumed = _consumed_queues() if waiting else None
+    for job in waiting:
+        if job.fail_to_run(_not_picked_up(job, queued_grace, consumed)):
             revoke(job.task_id)
             reaped.append(job.pk)
-    for job in Job.objects.filter(status=JobStatus.PENDING, created_at__lt=now - queued_grace):
-        if job.fail_to_run("the job was never handed to the queue (enqueue failed)"):
+    for job in Job.objects.filter(
+        status=JobStatus.PENDING, created_at__lt=now - timedelta(seconds=queued_grace)
+    ):
+        if job.fail_to_run(
+            f"the job queue could not be reached for {queued_grace} s: the job was never "
+            "handed to a worker (is the broker up?)"
+        ):
             reaped.append(job.pk)
     if reaped:
         logger.warning("reaped stuck jobs: %s", reaped)
     return reaped
+
+
+def _not_picked_up(job: Job, grace: int, consumed: set[str] | None) -> str:
+    """Why a queued job never ran: nobody listens, the broker lost it, or the line is long."""
+    from jobs.services.dispatch import RESENT
+
+    queue = queue_for(job)
+    resent = JobEvent.objects.filter(job_id=job.pk, message__startswith=RESENT).count()
+    if consumed is not None and queue not in consumed:
+        return f"no worker consumes queue {queue!r}: nobody took the job within {grace} s"
+    if resent:
+        return (
+            f"the broker lost its message and re-sending it ({resent} times) did not help "
+            f"within {grace} s (queue {queue!r})"
+        )
+    if consumed is not None:
+        return (
+            f"workers consume queue {queue!r} but none took the job within {grace} s: its "
+            "backlog is longer than that"
+        )
+    return f"no worker picked the job up within {grace} s (queue {queue!r}: is a worker on it?)"
+
+
+def _answering_workers(names: set[str]) -> set[str]:
+    """Those of the named workers that answer a ping now (a second at most)."""
+    if not names:
+        return set()
+    from config.celery import app
+
+    try:
+        replies = app.control.ping(destination=sorted(names), timeout=1.0)
+    except Exception:
+        logger.warning("reaper: could not ping the workers", exc_info=True)
+        return set()
+    return {name for reply in replies for name in reply}
+
+
+def _consumed_queues() -> set[str] | None:
+    """The queues some worker consumes now; None when the workers could not be asked."""
+    from config.celery import app
+
+    try:
+        replies = app.control.inspect(timeout=1.0).active_queues()
+    except Exception:
+        logger.warning("reaper: could not ask the workers for their queues", exc_info=True)
+        return None
+    return {queue["name"] for queues in (replies or {}).values() for queue in queues}
 
 
 def sweep_containers() -> list[str]:

@@ -169,11 +169,19 @@ def _number(value: Any, default: float) -> float:
         return default
 
 
-def execute_job(job_id: int, *, worker: str) -> str:
-    """Claim and run one job; returns what happened, for the task's log line."""
+def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = "") -> str:
+    """Claim and run one job; returns what happened, for the task's log line.
+
+    ``retry_of``: the error the previous try of this same task raised (the task is tried
+    again on a lost database, jobs.tasks): a job that try had claimed is still "running"
+    under this task id, its runner stopped, and is queued again with that cause.
+    """
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
         return "gone"
+    if job.status == JobStatus.RUNNING and retry_of and task_id and job.task_id == task_id:
+        cause = f"the database connection was lost while the job ran ({retry_of})"
+        return _retry_or_fail(job, ExecutorError(cause, permanent=False))
     if job.status == JobStatus.RUNNING:
         return _redelivered(job)
     if job.status != JobStatus.QUEUED:

@@ -16,7 +16,7 @@ from django.db import transaction
 
 from config.celery import queue_task
 from jobs import routing
-from jobs.choices import LaunchType
+from jobs.choices import JobStatus, LaunchType
 from jobs.models import Job
 from jobs.param_caps import param_cap_errors
 from stack.kinds import KINDS, ParamsError, validate_params
@@ -242,12 +242,31 @@ def queue_for(job: Job) -> str:
 
 
 RUN_TASK = "jobs.run_job"  # jobs/tasks.py
+# What a submission answers (202, the page's notice) when the broker could not be reached.
+BROKER_DOWN_NOTE = (
+    "The job queue could not be reached: the job is kept pending and will be queued "
+    "when the broker is back."
+)
+
+
+def waits_for_broker(job: Job) -> bool:
+    """Whether a job just submitted was kept pending because the broker could not be reached.
+
+    Only once its transaction has committed (enqueue runs then): inside one, every new
+    job is pending, and its hand-off has not been tried yet.
+    """
+    return job.status == JobStatus.PENDING and not transaction.get_connection().in_atomic_block
 
 
 def enqueue(job: Job, *, countdown: float | None = None, note: str = "") -> bool:
     """Mark the job queued under a new task id and queue its run (by name: jobs.tasks
     imports this module), to start no sooner than ``countdown`` s from now when given.
-    False when the job moved first (canceled before it could be queued)."""
+    False when the job moved first (canceled before it could be queued).
+
+    When the broker cannot be reached the job goes back to pending, saying so, and the
+    dispatcher (services.dispatch) queues it once the broker answers: a broker outage
+    delays a job, it never ends it.
+    """
     task_id = str(uuid.uuid4())
     if not job.mark_queued(task_id, note=note):
         return False
@@ -256,7 +275,10 @@ def enqueue(job: Job, *, countdown: float | None = None, note: str = "") -> bool
         job.pk,
         task_id=task_id,
         queue=queue_for(job),
-        on_error=lambda exc: job.fail_to_run(f"could not reach the job queue: {exc}"),
+        on_error=lambda exc: job.mark_pending(
+            f"could not reach the job queue ({type(exc).__name__}: {exc}): kept pending, "
+            "it is queued when the broker is back"
+        ),
         countdown=countdown,
     )
     return True

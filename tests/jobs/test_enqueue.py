@@ -29,7 +29,7 @@ def test_the_run_is_sent_by_name_to_the_jobs_queue_after_commit(
     ]
 
 
-def test_an_unreachable_broker_ends_the_job_errored_saying_so(
+def test_an_unreachable_broker_keeps_the_job_pending_saying_so(
     user, team, monkeypatch, django_capture_on_commit_callbacks
 ):
     def refuse(*args, **kwargs):
@@ -39,5 +39,6 @@ def test_an_unreachable_broker_ends_the_job_errored_saying_so(
     with django_capture_on_commit_callbacks(execute=True):
         job = _submit(user, team)
     job.refresh_from_db()
-    assert job.status == "errored"
-    assert job.error == "could not reach the job queue: broker down"
+    assert job.status == "pending" and job.error == "" and job.task_id == ""
+    note = job.events.order_by("id").last().message
+    assert note.startswith("pending: could not reach the job queue (ConnectionError: broker down)")

@@ -29,7 +29,8 @@ def test_a_job_queued_past_the_grace_period_is_reaped_naming_its_queue(team, set
     fresh = make_job(team, status=JobStatus.QUEUED, queued_at=_ago(10))
     assert services.reap_stuck_jobs() == [old.pk]
     old.refresh_from_db()
-    assert old.status == JobStatus.ERRORED and "no worker picked the job up" in old.error
+    assert old.status == JobStatus.ERRORED
+    assert f"queue {settings.CELERY_TASK_DEFAULT_QUEUE!r}" in old.error and "600 s" in old.error
     fresh.refresh_from_db()
     assert fresh.status == JobStatus.QUEUED
 

@@ -1,0 +1,94 @@
+"""Dispatch: the database says what must run, the broker only carries the news.
+
+A job is pending until its message is sent, and goes back to pending when the broker
+cannot be reached (submit.enqueue); the dispatcher, a periodic task on the control queue,
+queues those once the broker answers. A queued job whose message the broker no longer
+holds (Redis restarted without persistence) is sent again. Either way a duplicate message
+is harmless: a worker claims a job with a conditional UPDATE, and a second message finds
+it running or ended (services.run.execute_job).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from config.broker import task_ids_in_broker
+from config.celery import app, queue_task
+from jobs.choices import EventKind, JobStatus
+from jobs.models import Job
+from jobs.services.submit import RUN_TASK, enqueue, queue_for
+
+logger = logging.getLogger(__name__)
+
+RESENT = "message sent again"  # the start of the log line a re-send writes (recovery reads it)
+
+
+def dispatch_jobs() -> dict[str, list[int]]:
+    """Queue the pending jobs and re-send the queued ones the broker lost; what was done."""
+    done: dict[str, list[int]] = {"queued": [], "resent": []}
+    if not broker_answers():
+        return done  # nothing can be sent: leave every job as it is, try next interval
+    for job in Job.objects.filter(status=JobStatus.PENDING).order_by("created_at"):
+        if enqueue(job, note="the broker is back: queued by the dispatcher"):
+            done["queued"].append(job.pk)
+    stale = list(
+        Job.objects.filter(
+            status=JobStatus.QUEUED,
+            queued_at__lt=timezone.now() - timedelta(seconds=settings.ROCPATH_REDISPATCH_AFTER_S),
+        ).order_by("queued_at")
+    )
+    if stale:
+        held = task_ids_in_broker({queue_for(job) for job in stale})
+        if held is not None:  # a transport that keeps its messages is never second-guessed
+            for job in stale:
+                if job.task_id not in held and resend(job):
+                    done["resent"].append(job.pk)
+    if done["queued"] or done["resent"]:
+        logger.warning("dispatcher: queued %s, sent again %s", done["queued"], done["resent"])
+    return done
+
+
+def resend(job: Job) -> bool:
+    """Send a queued job's run again under a new task id; False when it moved meanwhile."""
+    task_id = str(uuid.uuid4())
+    changed = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED, task_id=job.task_id).update(
+        task_id=task_id
+    )
+    if not changed:
+        return False
+    from jobs.models import JobEvent
+
+    waited = (timezone.now() - job.queued_at).total_seconds() if job.queued_at else 0
+    JobEvent.objects.create(
+        job_id=job.pk,
+        kind=EventKind.LOG,
+        level="warning",
+        message=f"{RESENT}: queued {waited:.0f} s ago and the broker no longer holds its "
+        "message (a broker restart loses what it had not written to disk)",
+    )
+    job.task_id = task_id
+    queue_task(
+        RUN_TASK,
+        job.pk,
+        task_id=task_id,
+        queue=queue_for(job),
+        on_error=lambda exc: job.mark_pending(
+            f"could not reach the job queue ({type(exc).__name__}: {exc}): kept pending"
+        ),
+    )
+    return True
+
+
+def broker_answers() -> bool:
+    try:
+        with app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1, timeout=2)
+    except Exception:
+        logger.warning("dispatcher: the broker does not answer; trying again next interval")
+        return False
+    return True

@@ -1,0 +1,106 @@
+"""Broker faults on a private Redis: the worker outlives them and no job is lost."""
+
+from __future__ import annotations
+
+import signal
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.models import Job
+from tests.faults.conftest import start_worker
+from tests.workers import TERMINAL, wait_for_status
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _noop(user, team, seconds: float = 0) -> int:
+    job = services.submit_job(
+        user=user, kind="noop", params={"seconds": seconds, "steps": 4}, team=team
+    )
+    return job.pk
+
+
+def test_a_redis_sigterm_while_a_job_runs_leaves_the_worker_alive_and_the_next_job_runs(
+    fault_worker, private_broker, user, team
+):
+    running = _noop(user, team, seconds=4)
+    wait_for_status(running, {JobStatus.RUNNING})
+    private_broker.stop(signal.SIGTERM)
+    fault_worker.wait_for_log("Connection to broker lost")
+    private_broker.start()
+
+    job = wait_for_status(_noop(user, team), TERMINAL, timeout=60)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert wait_for_status(running, TERMINAL).status == JobStatus.SUCCEEDED
+    assert fault_worker.proc.poll() is None, fault_worker.log.read_text()[-3000:]
+    assert "Unrecoverable error" not in fault_worker.log.read_text()
+
+
+def test_a_submission_while_the_broker_is_down_is_accepted_pending_and_runs_once_it_is_back(
+    fault_worker, private_broker, api
+):
+    private_broker.stop(signal.SIGKILL)
+    response = api.post("/api/v1/jobs/", {"kind": "noop", "params": {}}, format="json")
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["status"] == "pending" and "queued when the broker is back" in body["detail"]
+    assert response["Location"] == body["links"]["self"]
+
+    assert services.dispatch_jobs() == {"queued": [], "resent": []}  # still down: untouched
+    private_broker.start()
+    assert services.dispatch_jobs()["queued"] == [body["id"]]
+    job = wait_for_status(body["id"], TERMINAL)
+    assert job.status == JobStatus.SUCCEEDED and job.attempt == 1, job.error
+
+
+def test_a_backlog_a_redis_restart_threw_away_is_sent_again_and_runs(
+    transactional_db, settings, tmp_path, private_broker, user, team
+):
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue = "fault-backlog"
+    settings.ROCPATH_REDISPATCH_AFTER_S = 0
+    jobs = [_noop(user, team) for _ in range(5)]  # no worker yet: they wait in Redis
+    assert services.dispatch_jobs()["resent"] == []  # the broker holds every message
+    private_broker.stop(signal.SIGKILL)  # no persistence: the backlog is gone
+    private_broker.start()
+
+    assert sorted(services.dispatch_jobs()["resent"]) == sorted(jobs)
+    assert services.dispatch_jobs()["resent"] == []  # sent once, not once per interval
+    worker = start_worker(settings, tmp_path, private_broker, name=queue, queue=queue)
+    try:
+        for job_id in jobs:
+            job = wait_for_status(job_id, TERMINAL)
+            assert job.status == JobStatus.SUCCEEDED and job.attempt == 1, job.error
+    finally:
+        worker.stop()
+
+
+def test_a_queued_job_nobody_consumes_is_reaped_saying_no_worker_consumes_its_queue(
+    fault_worker, private_broker, user, team, settings
+):
+    settings.CELERY_TASK_DEFAULT_QUEUE = "nobody-listens"
+    job_id = _noop(user, team)
+    settings.ROCPATH_QUEUED_GRACE_S = 0
+    assert services.reap_stuck_jobs() == [job_id]
+    job = Job.objects.get(pk=job_id)
+    assert job.error.startswith("no worker consumes queue 'nobody-listens'"), job.error
+
+
+def test_a_stale_job_on_a_worker_that_answers_is_not_called_worker_lost(
+    fault_worker, private_broker, user, team, settings
+):
+    job = Job.objects.get(pk=_noop(user, team))
+    wait_for_status(job.pk, TERMINAL)
+    hostname = Job.objects.get(pk=job.pk).worker
+    stale = Job.objects.get(pk=_noop(user, team, seconds=60))
+    wait_for_status(stale.pk, {JobStatus.RUNNING})
+    # Its task ended without finishing it (what a lost database did before tasks retried).
+    Job.objects.filter(pk=stale.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    settings.ROCPATH_RUNNING_GRACE_S = 60
+    assert services.reap_stuck_jobs() == [stale.pk]
+    error = Job.objects.get(pk=stale.pk).error
+    assert error.startswith(f"the job stopped beating on {hostname} since"), error
+    assert "still answers" in error and "worker lost" not in error
