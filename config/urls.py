@@ -4,11 +4,14 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from config.health import healthz
+
 # Swagger UI's init script is served from ?script (the split view), not inline, and the page
 # itself carries no inline style (templates/api/swagger_ui.html): both pass the CSP. Redoc is
 # gone: its styles are injected inline at run time, which the CSP refuses; its old address
 # leads to the Swagger UI.
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),  # container health checks (compose.yaml)
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Start web + worker + beat on the embedded defaults (SQLite, filesystem broker)
-# unless DATABASE_URL / CELERY_BROKER_URL say otherwise. Ctrl-C stops all of it.
+# Start web + worker (+ control worker) + beat on the embedded defaults (SQLite, filesystem
+# broker) unless DATABASE_URL / CELERY_BROKER_URL say otherwise, and keep them running: a
+# worker or beat that dies is started again, said on the terminal, after a wait that grows
+# while it keeps dying. Ctrl-C once: the worker takes no new jobs, web and beat stop, and the
+# running jobs finish (it says how many); Ctrl-C again cancels them. Each process logs to
+# $ROCPATH_VAR_DIR/log/<process>.log; ROCPATH_LOG_TERMINAL=1 shows the logs here too.
+# docs/reliability.md ("Stopping and supervision") says why it works this way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 HOST="${ROCPATH_HOST:-127.0.0.1}"
 PORT="${ROCPATH_PORT:-8000}"
+VAR="${ROCPATH_VAR_DIR:-var}"
+LOG="$VAR/log"
+RUN="$VAR/run"
+WORKER_NODE="worker@%h"
+CANCEL_WAIT_S=30   # after the second Ctrl-C, how long the worker may take to end its jobs
+BACKOFF_MAX_S=60   # the longest wait before a process that keeps dying is started again
 export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-config.settings.base}"
 
 # HIPIFY jobs run hipify-perl locally when no container engine runs them.
@@ -27,7 +38,15 @@ fi
 $BIN/python manage.py migrate --no-input
 $BIN/python manage.py collectstatic --no-input -v 0
 LOGIN=$($BIN/python manage.py bootstrap_demo)
-EXECUTOR=$($BIN/python -c 'import django; django.setup(); from jobs.executors import resolve_executor; print(resolve_executor())')
+FACTS=$($BIN/python -c '
+import django
+django.setup()
+from django.conf import settings
+from jobs.executors import resolve_executor
+print(resolve_executor())
+print(settings.CELERY_TASK_DEFAULT_QUEUE)
+print(getattr(settings, "ROCPATH_CONTROL_QUEUE", "") or "")')
+{ read -r EXECUTOR; read -r JOB_QUEUE; read -r CONTROL_QUEUE || true; } <<<"$FACTS"
 if [ -n "${ROCPATH_EXECUTOR:-}" ] && [ "$ROCPATH_EXECUTOR" != auto ]; then
     EXECUTOR="$EXECUTOR (ROCPATH_EXECUTOR)"
 else
@@ -36,34 +55,160 @@ else
         local) EXECUTOR="local (subprocesses: no Docker engine with the job image here; make images)" ;;
     esac
 fi
-mkdir -p var/log
+mkdir -p "$LOG" "$RUN"
 
-pids=()
-stop() {
-    trap - INT TERM EXIT
-    echo; echo "stopping rocpath…"
-    kill -TERM "${pids[@]}" 2>/dev/null || true
-    wait "${pids[@]}" 2>/dev/null || true
+# Each process runs as a job of its own process group (set -m), so the terminal's Ctrl-C
+# reaches this script alone and it decides what each process is told.
+set -m
+SERVICES=(web worker beat)
+[ -n "$CONTROL_QUEUE" ] && SERVICES=(web worker control beat)
+declare -A PID=() STARTED=() BACKOFF=() RESTART_AT=() LABEL=(
+    [web]="the web server" [worker]="the worker" [control]="the control worker" [beat]="beat"
+)
+run_web() {
+    exec $BIN/gunicorn config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 4 \
+        --graceful-timeout 5 --access-logfile "$LOG/web-access.log" --error-logfile -
 }
-trap stop INT TERM EXIT
+run_worker() { exec $BIN/celery -A config worker --loglevel INFO -Q "$JOB_QUEUE" -n "$WORKER_NODE"; }
+run_control() {
+    exec $BIN/celery -A config worker --loglevel INFO -Q "$CONTROL_QUEUE" -c 1 -n "control@%h"
+}
+run_beat() { exec $BIN/celery -A config beat --loglevel INFO; }
 
-$BIN/gunicorn config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 4 \
-    --access-logfile var/log/web-access.log --error-logfile var/log/web.log &
-pids+=($!)
-$BIN/celery -A config worker --loglevel INFO -n "worker@%h" --logfile var/log/worker.log &
-pids+=($!)
-$BIN/celery -A config beat --loglevel INFO --logfile var/log/beat.log &
-pids+=($!)
+start() {
+    local name=$1
+    "run_$name" >>"$LOG/$name.log" 2>&1 </dev/null &
+    PID[$name]=$!
+    STARTED[$name]=$SECONDS
+    echo "${PID[$name]}" >"$RUN/$name.pid"
+}
+say() { echo "rocpath: $*" >&2; }
+alive() { [ -n "${PID[$1]:-}" ] && kill -0 "${PID[$1]}" 2>/dev/null; }
+# Everything a process left in its group (pool children, runners) goes with it.
+kill_group() { kill "-${2:-KILL}" -- "-$1" 2>/dev/null || true; }
+running_jobs() {
+    $BIN/python manage.py worker_jobs --worker "$WORKER_NODE" "$@" 2>>"$LOG/worker.log" || echo "?"
+}
+jobs_n() { if [ "$1" = 1 ]; then echo "1 job"; else echo "$1 jobs"; fi; }
 
-sleep 2
+STATE=running # running → draining (first Ctrl-C) → canceling (second) → killing (third)
+drain() {
+    STATE=draining
+    echo >&2
+    for name in web control beat; do alive "$name" && kill -TERM "${PID[$name]}"; done
+    alive worker && kill -TERM "${PID[worker]}" # warm shutdown: no new jobs, running ones finish
+    local count
+    count=$(running_jobs)
+    if [ "$count" = 0 ]; then
+        say "stopping; no job is running"
+    else
+        say "stopping: the worker takes no new jobs and lets the running ones finish ($(jobs_n "$count") running). Ctrl-C again cancels them"
+    fi
+}
+cancel_jobs() {
+    STATE=canceling
+    CANCEL_DEADLINE=$((SECONDS + CANCEL_WAIT_S))
+    local count
+    count=$(running_jobs --cancel --reason "make run's second Ctrl-C (worker stopped)")
+    say "canceling $(jobs_n "$count") (they end canceled: worker stopped), then the worker stops; Ctrl-C again kills it at once"
+}
+kill_all() {
+    STATE=killing
+    for name in "${!PID[@]}"; do kill_group "${PID[$name]}"; done
+}
+on_signal() {
+    case $STATE in
+        running) drain ;;
+        draining) cancel_jobs ;;
+        *) kill_all ;;
+    esac
+}
+finish() {
+    trap - INT TERM HUP EXIT
+    for name in "${!PID[@]}"; do kill_group "${PID[$name]}"; done
+    [ -n "${TAIL:-}" ] && kill_group "$TAIL"
+    rm -f "$RUN"/*.pid
+}
+trap on_signal INT TERM HUP
+trap finish EXIT
+
+LOGS=() NAMES=""
+for name in "${SERVICES[@]}"; do
+    LOGS+=("$LOG/$name.log")
+    NAMES+="$name.log "
+    : >>"$LOG/$name.log"
+done
+if [ "${ROCPATH_LOG_TERMINAL:-0}" = 1 ]; then
+    tail -n 0 -F --pid=$$ "${LOGS[@]}" >&2 2>/dev/null </dev/null &
+    TAIL=$!
+fi
+for name in "${SERVICES[@]}"; do start "$name"; done
+
+sleep 2 &
+wait $! || true
 cat <<MSG
 
   rocpath is running
     URL:      http://$HOST:$PORT/
     $LOGIN
     API docs: http://$HOST:$PORT/api/docs/
-    executor: $EXECUTOR   logs: var/log/   Ctrl-C stops web, worker and beat
+    executor: $EXECUTOR
+    logs:     $LOG/: ${NAMES}(ROCPATH_LOG_TERMINAL=1 shows them here too)
+    Ctrl-C stops taking jobs and lets running ones finish; a second Ctrl-C cancels them
 
 MSG
-wait -n "${pids[@]}"
-echo "a rocpath process exited; see var/log/" >&2
+
+STATUS=0
+while :; do
+    live=()
+    for name in "${!PID[@]}"; do live+=("${PID[$name]}"); done
+    [ "$STATE" != running ] && [ ${#live[@]} -eq 0 ] && break
+    if [ "$STATE" = canceling ] && [ "$SECONDS" -ge "$CANCEL_DEADLINE" ]; then
+        say "the worker did not stop within ${CANCEL_WAIT_S} s of the cancel; killing it"
+        kill_all
+    fi
+    # A tick while a restart or the cancel deadline is due; else only a process or a signal wakes us.
+    timer=""
+    if [ ${#RESTART_AT[@]} -gt 0 ] || [ "$STATE" = canceling ] || [ ${#live[@]} -eq 0 ]; then
+        sleep 1 &
+        timer=$!
+    fi
+    exited="" code=0
+    # (bash's own "Killed" notice is dropped: the lines below say what happened)
+    wait -n -p exited "${live[@]}" $timer 2>/dev/null || code=$?
+    exited=${exited:-}
+    [ -n "$timer" ] && { kill "$timer" 2>/dev/null || true; wait "$timer" 2>/dev/null || true; }
+    for name in "${!PID[@]}"; do
+        [ "${PID[$name]}" = "$exited" ] || continue
+        kill_group "$exited"
+        unset "PID[$name]"
+        [ "$STATE" = running ] || break # told to stop: no alarm
+        if [ "$name" = web ]; then
+            say "the web server exited (status $code); stopping the rest. See $LOG/web.log"
+            STATUS=1
+            drain
+            break
+        fi
+        up=$((SECONDS - STARTED[$name]))
+        if [ "$up" -ge "$BACKOFF_MAX_S" ]; then
+            BACKOFF[$name]=1
+        else
+            wait_s=${BACKOFF[$name]:-0}
+            wait_s=$((wait_s ? wait_s * 2 : 1))
+            BACKOFF[$name]=$((wait_s > BACKOFF_MAX_S ? BACKOFF_MAX_S : wait_s))
+        fi
+        RESTART_AT[$name]=$((SECONDS + BACKOFF[$name]))
+        say "${LABEL[$name]} exited (status $code, after ${up} s); starting it again in ${BACKOFF[$name]} s. See $LOG/$name.log"
+    done
+    for name in "${!RESTART_AT[@]}"; do
+        if [ "$STATE" != running ]; then
+            unset "RESTART_AT[$name]"
+        elif [ "$SECONDS" -ge "${RESTART_AT[$name]}" ]; then
+            unset "RESTART_AT[$name]"
+            start "$name"
+            say "${LABEL[$name]} started again (pid ${PID[$name]})"
+        fi
+    done
+done
+say "stopped"
+exit "$STATUS"

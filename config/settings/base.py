@@ -19,6 +19,7 @@ import dj_database_url
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from config.embedded_broker import filesystem_options
 from config.env import (
     env_bool,
     env_choice,
@@ -325,16 +326,10 @@ if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,39}", ROCPATH_DEPLOYMENT):
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost/")
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("queue", "processed", "control"):
-        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR / "queue"),
-        "data_folder_out": str(BROKER_DIR / "queue"),
-        "processed_folder": str(BROKER_DIR / "processed"),
-        "store_processed": False,
-        "control_folder": str(BROKER_DIR / "control"),
-        "polling_interval": 0.05,
-    }
+    # kombu's filesystem transport with atomic publish and claim (config/embedded_broker.py): its
+    # own loses and corrupts messages when several processes share the folder.
+    CELERY_BROKER_TRANSPORT = "config.embedded_broker:Transport"
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_options(BROKER_DIR)
 else:
     # A job may run for hours; the message must not be redelivered while it does.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
