@@ -13,10 +13,12 @@ logger = logging.getLogger(__name__)
 
 
 @worker_init.connect
-def _check_artifact_root(**_: object) -> None:
+def _check_artifact_root(sender: object = None, **_: object) -> None:
     """Refuse to start on an artifact root that is read-only or full: every job would fail.
 
     SystemExit, not an exception: Celery logs a receiver's exception and starts anyway.
+    A worker of the control queue alone runs no job and writes nothing there: it starts
+    whatever the disk, since the reaper it serves is what ends jobs a full disk broke.
     """
     from pathlib import Path
 
@@ -24,6 +26,10 @@ def _check_artifact_root(**_: object) -> None:
 
     from jobs.storage import root_problem
 
+    queues = getattr(getattr(getattr(sender, "app", None), "amqp", None), "queues", None)
+    consumed = set(getattr(queues, "consume_from", None) or ())
+    if consumed and consumed <= {settings.ROCPATH_CONTROL_QUEUE}:
+        return
     problem = root_problem(Path(settings.ARTIFACT_ROOT), min_free_mb=settings.ROCPATH_MIN_FREE_MB)
     if problem:
         logger.critical("the worker does not start: %s", problem)

@@ -21,7 +21,7 @@ from jobs.models import Artifact, Job
 from jobs.services.paths import artifact_dir, job_dir
 from jobs.storage import free_mib
 from tests.factories import make_job
-from tests.workers import CELERY, ROOT, worker_env
+from tests.workers import CELERY, ROOT, wait_until, worker_env
 
 MIB = 2**20
 
@@ -126,3 +126,39 @@ def test_a_worker_refuses_to_start_with_less_room_than_it_needs(settings, tmp_pa
     assert code not in (0, None), output[-2000:]
     assert f"the artifact root {small_disk} has 8 MiB free, less than the 100 MiB" in output
     assert " ready." not in output
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_control_worker_starts_on_a_read_only_artifact_root(settings, tmp_path):
+    """It runs no job, and the reaper it serves is what ends the jobs a broken disk failed."""
+    if os.geteuid() != 0:
+        pytest.skip("a read-only mount needs root (root writes through a folder's mode)")
+    root = tmp_path / "ro"
+    root.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(root)], check=True)
+    log = tmp_path / "control.log"
+    queue = settings.ROCPATH_CONTROL_QUEUE
+    try:
+        with log.open("w") as handle:
+            proc = subprocess.Popen(
+                [
+                    *(CELERY, "-A", "config", "worker", "-Q", queue, "-n", "control-check@%h"),
+                    *("-c", "1", "--without-gossip", "--without-mingle", "-l", "INFO"),
+                ],
+                cwd=ROOT,
+                env=worker_env(settings, ROCPATH_ARTIFACT_ROOT=str(root)),
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            wait_until(lambda: " ready." in log.read_text() or proc.poll() is not None, 60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+            proc.wait()
+    finally:
+        subprocess.run(["umount", "-l", str(root)], check=False)
+    output = log.read_text()
+    assert " ready." in output, output[-2000:]
+    assert "does not start" not in output
