@@ -19,7 +19,10 @@ from kombu import Connection, Exchange, Queue
 from config.embedded_broker import filesystem_options
 
 TRANSPORT = "config.embedded_broker:Transport"
-FORK = multiprocessing.get_context("fork")
+# Spawned, not forked: a fork of the test process copies whatever locks its other threads
+# (earlier tests' clients, loggers) hold at that instant, and a child can hang on one.
+SPAWN = multiprocessing.get_context("spawn")
+DEADLINE_S = 120  # for every wait below: long on a loaded machine, never for ever
 
 
 def connect(broker: Path) -> Connection:
@@ -66,13 +69,15 @@ def start(processes: list) -> None:
 def test_a_message_file_is_never_seen_before_it_is_whole(tmp_path):
     broker = tmp_path / "broker"
     filesystem_options(broker)
-    go = FORK.Event()
-    writers = [FORK.Process(target=write, args=(broker, w, 400, go)) for w in range(4)]
+    go = SPAWN.Event()
+    writers = [SPAWN.Process(target=write, args=(broker, w, 400, go)) for w in range(4)]
     start(writers)
     go.set()
     folder = broker / "queue"
     seen, partial = 0, []
+    deadline = time.monotonic() + DEADLINE_S
     while any(w.is_alive() for w in writers) or seen == 0:
+        assert time.monotonic() < deadline, "the writers did not finish"
         for name in os.listdir(folder):
             if not name.endswith(".msg"):
                 continue
@@ -86,28 +91,29 @@ def test_a_message_file_is_never_seen_before_it_is_whole(tmp_path):
             except ValueError:
                 partial.append((name, len(raw)))
     for w in writers:
-        w.join()
+        w.join(DEADLINE_S)
     assert seen > 0
     assert partial == [], f"{len(partial)} message files read before they were written"
 
 
 def test_readers_and_writers_in_many_processes_deliver_every_message_once(tmp_path):
     broker = tmp_path / "broker"
-    go, stop, out = FORK.Event(), FORK.Event(), FORK.Queue()
-    writers = [FORK.Process(target=write, args=(broker, w, 500, go)) for w in range(6)]
-    readers = [FORK.Process(target=read, args=(broker, out, go, stop)) for _ in range(4)]
+    go, stop, out = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue()
+    writers = [SPAWN.Process(target=write, args=(broker, w, 500, go)) for w in range(6)]
+    readers = [SPAWN.Process(target=read, args=(broker, out, go, stop)) for _ in range(4)]
     start(writers + readers)
     go.set()
     for w in writers:
-        w.join()
-    deadline = time.monotonic() + 60
+        w.join(DEADLINE_S)
+        assert w.exitcode == 0, "a writer did not finish"
+    deadline = time.monotonic() + DEADLINE_S
     while any(n.endswith(".msg") for n in os.listdir(broker / "queue")):
         assert time.monotonic() < deadline, "the readers stopped taking messages"
         time.sleep(0.1)
     stop.set()
-    results = [out.get(timeout=30) for _ in readers]
+    results = [out.get(timeout=DEADLINE_S) for _ in readers]
     for r in readers:
-        r.join()
+        r.join(DEADLINE_S)
     assert [error for _, error in results if error] == []
     got = [item for items, _ in results for item in items]
     assert len(got) == 6 * 500 and len(set(got)) == 6 * 500
@@ -125,13 +131,13 @@ def test_queues_bound_at_once_from_many_processes_all_stay_bound(tmp_path):
     for attempt in range(5):  # a fresh exchange file each time: its creation is the race
         exchange = broker / "control" / "shared.exchange"
         exchange.unlink(missing_ok=True)
-        go = FORK.Event()
+        go = SPAWN.Event()
         names = [f"q{attempt}-{n}" for n in range(8)]
-        binders = [FORK.Process(target=bind, args=(broker, name, go)) for name in names]
+        binders = [SPAWN.Process(target=bind, args=(broker, name, go)) for name in names]
         start(binders)
         go.set()
         for b in binders:
-            b.join()
+            b.join(DEADLINE_S)
         assert [b.exitcode for b in binders] == [0] * len(names)
         bound = {row[2] for row in json.loads(exchange.read_bytes())}
         assert bound == set(names)
