@@ -13,9 +13,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from teams import gitintake
+from teams.archives import SourceError
 from teams.choices import Role
 from teams.models import SourceSnapshot
-from teams.sources import clone, extract_upload, git_url_allowed, tree_of
+from teams.sources import clone, extract_upload, tree_of
 from tests.factories import add_member, make_project, make_team, make_user
 
 
@@ -239,7 +241,12 @@ def test_a_git_ref_that_does_not_exist_fails_the_snapshot_with_gits_words(
 )
 def test_which_git_urls_may_be_cloned(settings, url, allowed):
     settings.ROCPATH_GIT_LOCAL_ALLOW = {"alpha": ["/srv/allowed"]}
-    assert (git_url_allowed(url, "alpha") is None) is allowed
+    try:
+        gitintake.check_url(url, "alpha")
+    except SourceError:
+        assert not allowed
+    else:
+        assert allowed
 
 
 def test_a_local_path_outside_the_allowlist_is_a_400(api, project, settings):
