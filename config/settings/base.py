@@ -4,6 +4,10 @@ The defaults need zero set-up: a SQLite file and a filesystem broker under
 ``var/``, so ``make run`` works on a bare machine. Production sets
 ``DJANGO_SETTINGS_MODULE=config.settings.production``, which refuses to start
 without the values that must not be guessed.
+
+Over 400 lines: one module, by section, so that every setting and the check of its value
+are found in one place (healthchecks' hc/settings.py is the model), and later caps can be
+derived from earlier ones (the host's cores and memory).
 """
 
 from __future__ import annotations
