@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from dataclasses import asdict
@@ -88,16 +87,6 @@ def secret_key_file():
     path.chmod(0o600)
     yield path
     path.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def listener():
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(5)
-    server.settimeout(0.5)
-    yield server
-    server.close()
 
 
 def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict, Recorder, Path]:
