@@ -44,6 +44,7 @@ import select
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -308,7 +309,7 @@ def serve(sock: socket.socket, sandboxed: bool = False) -> None:
                 os.close(fd)
             _take(sock, taken_w, parent, sandboxed)
         os.close(taken_w)
-        answer = _read_answer(taken_r)
+        answer = read_until_closed(taken_r, timeout=10.0)
         if answer == b"ok":
             children.add(pid)
             send({"started": pid})
@@ -317,11 +318,19 @@ def serve(sock: socket.socket, sandboxed: bool = False) -> None:
             send({"error": answer.decode("utf-8", "replace") or "the zygote's child died"})
 
 
-def _read_answer(fd: int) -> bytes:
+def read_until_closed(fd: int, timeout: float) -> bytes:
+    """All a child wrote on a pipe until it closed its end, or ``timeout`` s passed; closes fd.
+
+    A child set up for a job reports on a pipe of its own ("ok" / "ready", or why not):
+    the zygote reads its forked child's answer with it, the worker its sandboxed runner's.
+    """
     data = b""
+    deadline = time.monotonic() + timeout
     try:
-        while select.select([fd], [], [], 10)[0]:
-            chunk = os.read(fd, 4096)
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 65536)
             if not chunk:
                 break
             data += chunk

@@ -41,20 +41,8 @@ class SourceSnapshotAdmin(admin.ModelAdmin):
     list_filter = ["status", "origin"]
     search_fields = ["name", "commit", "archive_sha256"]
     list_select_related = ["project__team"]
-    readonly_fields = [
-        "project",
-        "origin",
-        "status",
-        "name",
-        "ref",
-        "commit",
-        "archive_sha256",
-        "file_count",
-        "total_bytes",
-        "error",
-        "created_by",
-        "created_at",
-    ]
+    # Every field: nothing here may change a row (see above).
+    readonly_fields = [f.name for f in SourceSnapshot._meta.concrete_fields if not f.primary_key]
 
     def has_add_permission(self, request: object) -> bool:
         return False

@@ -17,6 +17,10 @@ follows the links the archive itself created. Here the archive is never asked to
 
 Errors are :class:`SourceError` with the member's name quoted by ``repr`` (so a control
 character shows as an escape, never as itself).
+
+Over 400 lines: the two halves share the plan (members, resolved links, limits) and the
+name rules, and only together are they the guarantee; split, a change to one would not
+show what it relies on in the other.
 """
 
 from __future__ import annotations

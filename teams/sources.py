@@ -206,15 +206,6 @@ def extract_upload(snapshot_id: int) -> None:
 
 
 # --- git --------------------------------------------------------------------------
-def git_url_allowed(url: str, team_slug: str) -> str | None:
-    """None when the team may clone the URL, else the reason it may not."""
-    try:
-        gitintake.check_url(url, team_slug)
-    except SourceError as exc:
-        return str(exc)
-    return None
-
-
 def add_git(project: AdoptionProject, url: str, ref: str, user: Any) -> SourceSnapshot:
     """Record a git source; a worker clones it (teams.fetch_git_source) after commit."""
     gitintake.check_url(url, project.team.slug)

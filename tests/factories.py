@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from jobs.choices import JobStatus
-from jobs.models import Job
+from jobs.models import Job, Measurement
 from teams.choices import Role
 from teams.models import AdoptionProject, Membership, Team
 
@@ -45,3 +45,33 @@ def make_job(team: Team, *, status: str = JobStatus.PENDING, **fields: Any) -> J
         fields.setdefault("started_at", timezone.now())
         fields.setdefault("heartbeat_at", timezone.now())
     return Job.objects.create(team=team, status=status, **fields)
+
+
+def make_measurement(job: Job, value: float, **case: Any) -> Measurement:
+    """One GEMM throughput measurement (what the blas-bench charts draw) of the given case."""
+    return Measurement.objects.create(
+        job=job,
+        benchmark="gemm",
+        case=case,
+        metric="throughput",
+        unit="TFLOP/s",
+        value=value,
+        better="higher",
+    )
+
+
+def result_doc(kind: str = "noop", **fields: Any) -> dict[str, Any]:
+    """A result.json document the contract accepts: succeeded, no measurements."""
+    return {
+        "schema_version": 1,
+        "kind": kind,
+        "status": "succeeded",
+        "started_at": "2026-01-01T00:00:00Z",
+        "finished_at": "2026-01-01T00:00:01Z",
+        "environment": None,
+        "measurements": [],
+        "summary": {},
+        "artifacts": [],
+        "error": None,
+        **fields,
+    }

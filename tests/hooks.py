@@ -1,9 +1,12 @@
-"""ExecutionHooks for tests that run an executor or the follow loop without a database."""
+"""ExecutionHooks for tests that run an executor or the follow loop without a database,
+and a look at whether a runner's process is still there."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -27,3 +30,13 @@ class Recorder:
 
     def heartbeat(self) -> None:
         self.beats += 1
+
+
+def alive(pid: int) -> bool:
+    """Whether a process of that pid runs on the host; a zombie (answers kill(0)) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"

@@ -181,12 +181,9 @@ def runner_group(job_id: int, timeout: float = 15) -> int:
         time.sleep(0.05)
 
 
-def group_alive(pgid: int) -> bool:
-    """True while any process of the group is still there (zombies aside)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
+def processes(match: Callable[[list[str]], bool]) -> dict[int, list[str]]:
+    """pid → [state, ppid, pgrp, session, …] of the live processes ``match`` accepts."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -194,9 +191,18 @@ def group_alive(pgid: int) -> bool:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+        if fields[0] != "Z" and match(fields):
+            found[int(entry.name)] = fields
+    return found
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any process of the group is still there (zombies aside)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return bool(processes(lambda fields: int(fields[2]) == pgid))
 
 
 def wait_until(condition: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:

@@ -4,6 +4,10 @@ The defaults need zero set-up: a SQLite file and a filesystem broker under
 ``var/``, so ``make run`` works on a bare machine. Production sets
 ``DJANGO_SETTINGS_MODULE=config.settings.production``, which refuses to start
 without the values that must not be guessed.
+
+Over 400 lines: one module, by section, so that every setting and the check of its value
+are found in one place (healthchecks' hc/settings.py is the model), and later caps can be
+derived from earlier ones (the host's cores and memory).
 """
 
 from __future__ import annotations
@@ -122,6 +126,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+else:
+    # A connection kept for CONN_MAX_AGE is checked before a request or task reuses it: the
+    # first request after a PostgreSQL restart gets a new one instead of a 500.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -335,6 +343,11 @@ else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": ROCPATH_JOB_TIMEOUT_MAX_S + 3600,
     }
+    if CELERY_BROKER_URL.startswith("redis://"):
+        # kombu's Redis transport with its crash on a lost broker turned into a connection
+        # error (config/broker.py), so a worker outlives a Redis restart. rediss:// keeps
+        # the stock one.
+        CELERY_BROKER_TRANSPORT = "config.broker:Transport"
 CELERY_TASK_IGNORE_RESULT = True  # results live in the database, not in a result backend
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or None  # only bench/ sets one
 CELERY_TASK_ACKS_LATE = True
@@ -367,23 +380,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # jobs.signals closes the ones that are broken or past CONN_MAX_AGE before each task.
 CELERY_DB_REUSE_MAX = 1000
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULE = {
-    "reap-stuck-jobs": {
-        "task": "jobs.reap_stuck_jobs",
-        "schedule": float(ROCPATH_REAPER_INTERVAL_S),
-    },
-    "reap-source-staging": {
-        "task": "teams.reap_source_staging",
-        "schedule": float(ROCPATH_SOURCE_REAPER_INTERVAL_S),
-    },
-}
 
 # --- reliability: dispatch and recovery ---------------------------------------
 # The database says what must run; the broker only carries the news (docs/reliability.md).
-# Redis: kombu's transport with its crash on a lost broker turned into a connection error
-# (config/broker.py), so a worker outlives a Redis restart. rediss:// keeps the stock one.
-if CELERY_BROKER_URL.startswith("redis://"):
-    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
 # A submission while the broker is down waits this long at most for it (then the job is
 # kept pending and the dispatcher queues it when the broker is back).
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
@@ -404,25 +403,19 @@ ROCPATH_CONTROL_QUEUE = (
 ROCPATH_DISPATCH_INTERVAL_S = env_int("ROCPATH_DISPATCH_INTERVAL_S", 10, minimum=1)
 ROCPATH_REDISPATCH_AFTER_S = env_int("ROCPATH_REDISPATCH_AFTER_S", 120, minimum=61)
 _CONTROL = {"queue": ROCPATH_CONTROL_QUEUE}
-CELERY_TASK_ROUTES = {
-    "jobs.reap_stuck_jobs": _CONTROL,
-    "jobs.dispatch_jobs": _CONTROL,
-    "teams.reap_source_staging": _CONTROL,
+# The periodic tasks, each routed to the control queue (beat sends them there too).
+CELERY_BEAT_SCHEDULE = {
+    name: {"task": task, "schedule": float(interval), "options": dict(_CONTROL)}
+    for name, task, interval in (
+        ("reap-stuck-jobs", "jobs.reap_stuck_jobs", ROCPATH_REAPER_INTERVAL_S),
+        ("reap-source-staging", "teams.reap_source_staging", ROCPATH_SOURCE_REAPER_INTERVAL_S),
+        ("dispatch-jobs", "jobs.dispatch_jobs", ROCPATH_DISPATCH_INTERVAL_S),
+    )
 }
-for _entry in CELERY_BEAT_SCHEDULE.values():
-    _entry.setdefault("options", {}).update(_CONTROL)
-CELERY_BEAT_SCHEDULE["dispatch-jobs"] = {
-    "task": "jobs.dispatch_jobs",
-    "schedule": float(ROCPATH_DISPATCH_INTERVAL_S),
-    "options": dict(_CONTROL),
-}
+CELERY_TASK_ROUTES = {entry["task"]: _CONTROL for entry in CELERY_BEAT_SCHEDULE.values()}
 # A task that loses its database (a restart, a dropped connection) is tried again after
 # 2, 4, 8 ... s, at most this many times, instead of leaving its job queued or running.
 ROCPATH_DB_RETRIES = env_int("ROCPATH_DB_RETRIES", 8, minimum=0)
-if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
-    # A connection kept for CONN_MAX_AGE is checked before a request or task reuses it: the
-    # first request after a PostgreSQL restart gets a new one instead of a 500.
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 # --- API ----------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -22,6 +22,10 @@ steps). bwrap's command line is made from it, and the sandboxed zygote receives 
 list as JSON and performs it itself (stack/sandbox.py), with the same uid, groups and
 rlimits, checking from inside that each took: the same sandbox without an interpreter
 start per job.
+
+Over 400 lines: the layout, the mount plan, bwrap's command line from it, the request the
+zygote performs and the self-test that proves it starts are one sandbox's definition; kept
+in one module so that what one runner gets the other gets too.
 """
 
 from __future__ import annotations

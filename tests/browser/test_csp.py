@@ -6,10 +6,16 @@ from __future__ import annotations
 import pytest
 
 from jobs.choices import JobStatus
-from jobs.models import Measurement
 from teams.choices import Role
 from tests.browser.steps import sign_in
-from tests.factories import add_member, make_job, make_project, make_team, make_user
+from tests.factories import (
+    add_member,
+    make_job,
+    make_measurement,
+    make_project,
+    make_team,
+    make_user,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -26,15 +32,7 @@ document.addEventListener("securitypolicyviolation", (e) => {
 def _gemm_job(team):
     job = make_job(team, status=JobStatus.SUCCEEDED, kind="blas-bench")
     for size, value in ((1024, 10.0), (2048, 20.0), (4096, 30.0)):
-        Measurement.objects.create(
-            job=job,
-            benchmark="gemm",
-            case={"m": size, "n": size, "k": size, "backend": "numpy", "precision": "fp32"},
-            metric="throughput",
-            unit="TFLOP/s",
-            value=value,
-            better="higher",
-        )
+        make_measurement(job, value, m=size, n=size, k=size, backend="numpy", precision="fp32")
     return job
 
 

@@ -15,14 +15,14 @@ import socket
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.manage_helpers import manage
-from tests.workers import ROOT, wait_until
+from tests.workers import ROOT, processes, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -34,21 +34,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def processes(match: Callable[[list[str]], bool]) -> dict[int, list[str]]:
-    """pid → [state, ppid, pgrp, session, …] of the live processes ``match`` accepts."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and match(fields):
-            found[int(entry.name)] = fields
-    return found
 
 
 def cmdline(pid: int) -> str:

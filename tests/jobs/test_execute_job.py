@@ -12,7 +12,7 @@ from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.base import JobSpec, Outcome
 from jobs.models import Environment, Job, Measurement
-from tests.factories import make_job
+from tests.factories import make_job, result_doc
 
 
 def _queued(team, kind="noop", params=None, **fields) -> Job:
@@ -136,32 +136,16 @@ def test_how_the_process_ended_decides_the_status(team, outcome, status, words):
 def test_a_job_the_reaper_ended_mid_run_keeps_that_ending(team):
     job = _running(team)
     spec = _spec(job)
-    (spec.out_dir / "result.json").write_text(
-        json.dumps(
-            {
-                "schema_version": 1,
-                "kind": "noop",
-                "status": "succeeded",
-                "started_at": "2026-01-01T00:00:00Z",
-                "finished_at": "2026-01-01T00:00:01Z",
-                "environment": None,
-                "measurements": [
-                    {
-                        "benchmark": "b",
-                        "case": {},
-                        "metric": "m",
-                        "unit": "s",
-                        "value": 1,
-                        "samples": [1],
-                        "better": "lower",
-                    }
-                ],
-                "summary": {},
-                "artifacts": [],
-                "error": None,
-            }
-        )
-    )
+    measurement = {
+        "benchmark": "b",
+        "case": {},
+        "metric": "m",
+        "unit": "s",
+        "value": 1,
+        "samples": [1],
+        "better": "lower",
+    }
+    (spec.out_dir / "result.json").write_text(json.dumps(result_doc(measurements=[measurement])))
     Job.objects.get(pk=job.pk).fail_to_run("reaped")
     assert services.conclude(job, spec, Outcome(exit_code=0)).startswith("ended elsewhere")
     job.refresh_from_db()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from jobs.executors import ExecutorError, get_executor
 from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
-from tests.hooks import Recorder
+from tests.hooks import Recorder, alive
 
 
 @pytest.fixture(
@@ -32,16 +31,6 @@ def _spec(tmp_path: Path, kind: str, params: dict, timeout_s: int = 30) -> JobSp
     spec = JobSpec(job_id=1, kind=kind, job_dir=tmp_path, timeout_s=timeout_s)
     spec.params_file.write_text(json.dumps(params))
     return spec
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is gone for our purposes.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
 
 
 def test_a_quick_job_streams_its_progress_and_exits_zero(tmp_path):
@@ -118,9 +107,9 @@ def test_cancel_and_timeout_kill_the_whole_process_group(tmp_path, settings, how
     for name in ("runner.pid", "grandchild.pid"):
         pid = _wait_for(tmp_path / name)
         deadline = time.monotonic() + 5  # a killed process takes a moment to be gone
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(pid), f"{name} {pid} survived"
+        assert not alive(pid), f"{name} {pid} survived"
 
 
 def test_a_canceled_runner_is_gone_afterwards(tmp_path):
@@ -128,9 +117,9 @@ def test_a_canceled_runner_is_gone_afterwards(tmp_path):
     outcome = LocalExecutor().run(_spec(tmp_path, "noop", {"seconds": 60, "steps": 60}), recorder)
     assert outcome.canceled and outcome.pid
     deadline = time.monotonic() + 5
-    while _alive(outcome.pid) and time.monotonic() < deadline:
+    while alive(outcome.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(outcome.pid)
+    assert not alive(outcome.pid)
 
 
 def test_a_runner_that_cannot_start_is_an_executor_error(tmp_path, settings):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,17 +55,6 @@ def clone_on_worker(project, url: str) -> SourceSnapshot:
 @pytest.fixture
 def project(team):
     return make_project(team, "solver")
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    """A real TCP listener on 127.0.0.1 that must never be reached."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    sock.settimeout(1.0)
-    yield sock
-    sock.close()
 
 
 def connected(sock: socket.socket) -> bool:

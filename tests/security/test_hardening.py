@@ -12,9 +12,16 @@ from rest_framework.test import APIClient
 
 from jobs import services
 from jobs.choices import JobStatus
-from jobs.models import Environment, JobEvent, Measurement
+from jobs.models import Environment, JobEvent
 from teams.choices import Role
-from tests.factories import add_member, make_job, make_project, make_team, make_user
+from tests.factories import (
+    add_member,
+    make_job,
+    make_measurement,
+    make_project,
+    make_team,
+    make_user,
+)
 
 
 @pytest.fixture
@@ -29,15 +36,7 @@ def _pages(team) -> list[str]:
     job = make_job(team, kind="blas-bench", status=JobStatus.RUNNING, project=project)
     JobEvent.objects.create(job=job, kind="log", message="hello")
     for size, value in ((1024, 10.0), (2048, 20.0)):
-        Measurement.objects.create(
-            job=job,
-            benchmark="gemm",
-            case={"m": size, "n": size, "k": size, "backend": "numpy", "precision": "fp32"},
-            metric="throughput",
-            unit="TFLOP/s",
-            value=value,
-            better="higher",
-        )
+        make_measurement(job, value, m=size, n=size, k=size, backend="numpy", precision="fp32")
     return [
         "/",
         "/jobs/new/",

@@ -47,7 +47,6 @@ def test_a_job_without_a_queue_or_with_a_malformed_one_is_left_to_validate_hardw
 
 
 def test_submitting_to_a_queue_the_team_may_not_use_is_a_400_naming_it(api, settings, no_enqueue):
-    # Fails until jobs/services.py submit_job calls jobs.routing.queue_errors (after the split)
     settings.ROCPATH_JOB_QUEUES = {"*": ["gpu-mi300x"]}
     response = api.post(
         "/api/v1/jobs/", {"kind": "noop", "hardware": {"queue": "unsandboxed"}}, format="json"

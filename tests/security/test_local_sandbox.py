@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from dataclasses import asdict
@@ -29,7 +28,7 @@ from jobs.executors.sandbox import Mount, sandbox_problem
 from teams.models import SourceSnapshot
 from teams.sources import tree_of
 from tests.factories import make_job, make_project
-from tests.hooks import Recorder
+from tests.hooks import Recorder, alive
 
 pytestmark = pytest.mark.skipif(
     sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"
@@ -88,25 +87,6 @@ def secret_key_file():
     path.chmod(0o600)
     yield path
     path.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def listener():
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(5)
-    server.settimeout(0.5)
-    yield server
-    server.close()
-
-
-def _host_pid(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
 
 
 def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict, Recorder, Path]:
@@ -206,14 +186,13 @@ def _sleepers() -> list[int]:
                 cmdline = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if cmdline[:2] == [b"sleep", SLEEP.encode()] and _host_pid(int(entry.name)):
+            if cmdline[:2] == [b"sleep", SLEEP.encode()] and alive(int(entry.name)):
                 found.append(int(entry.name))
     return found
 
 
-@pytest.mark.django_db
-def test_a_kind_that_runs_a_teams_code_refuses_to_run_without_a_sandbox(team, settings):
-    settings.ROCPATH_LOCAL_SANDBOX = "off"  # as on a worker where bwrap cannot start
+def _queued_hipify_scan(team):
+    """A queued hipify-scan (a kind that runs a team's code) over a one-file source."""
     project = make_project(team)
     snapshot = SourceSnapshot.objects.create(
         project=project, origin="upload", name="x.zip", status="ready"
@@ -222,6 +201,13 @@ def test_a_kind_that_runs_a_teams_code_refuses_to_run_without_a_sandbox(team, se
     (tree_of(snapshot) / "k.cu").write_text("__global__ void k() {}\n")
     job = make_job(team, kind="hipify-scan", params={}, project=project, source=snapshot)
     job.mark_queued("task-x")
+    return job
+
+
+@pytest.mark.django_db
+def test_a_kind_that_runs_a_teams_code_refuses_to_run_without_a_sandbox(team, settings):
+    settings.ROCPATH_LOCAL_SANDBOX = "off"  # as on a worker where bwrap cannot start
+    job = _queued_hipify_scan(team)
     assert services.execute_job(job.pk, worker="w@h") == "errored"
     job.refresh_from_db()
     assert job.status == JobStatus.ERRORED
@@ -233,14 +219,7 @@ def test_a_kind_that_runs_a_teams_code_refuses_to_run_without_a_sandbox(team, se
 def test_an_operator_may_let_such_kinds_run_unsandboxed(team, settings):
     settings.ROCPATH_LOCAL_SANDBOX = "off"
     settings.ROCPATH_LOCAL_UNSANDBOXED = True
-    project = make_project(team)
-    snapshot = SourceSnapshot.objects.create(
-        project=project, origin="upload", name="x.zip", status="ready"
-    )
-    tree_of(snapshot).mkdir(parents=True)
-    (tree_of(snapshot) / "k.cu").write_text("__global__ void k() {}\n")
-    job = make_job(team, kind="hipify-scan", params={}, project=project, source=snapshot)
-    job.mark_queued("task-x")
+    job = _queued_hipify_scan(team)
     services.execute_job(job.pk, worker="w@h")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error

@@ -19,23 +19,7 @@ from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.base import JobSpec, Outcome
 from jobs.models import Job
-from tests.factories import make_job, make_team
-
-
-def result_doc(kind: str = "noop", **fields) -> dict:
-    return {
-        "schema_version": 1,
-        "kind": kind,
-        "status": "succeeded",
-        "started_at": "2026-01-01T00:00:00Z",
-        "finished_at": "2026-01-01T00:00:01Z",
-        "environment": None,
-        "measurements": [],
-        "summary": {},
-        "artifacts": [],
-        "error": None,
-        **fields,
-    }
+from tests.factories import make_job, make_team, result_doc
 
 
 def running(team, kind: str = "noop") -> tuple[Job, JobSpec]:

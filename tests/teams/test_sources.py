@@ -2,52 +2,22 @@
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import tarfile
-import zipfile
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from teams import gitintake
+from teams.archives import SourceError
 from teams.choices import Role
 from teams.models import SourceSnapshot
-from teams.sources import clone, extract_upload, git_url_allowed, tree_of
+from teams.sources import clone, extract_upload, tree_of
+from tests.archives import KERNEL, tar_bytes, tar_entry, zip_bytes
 from tests.factories import add_member, make_project, make_team, make_user
-
-
-def tar_gz(entries: list[tuple[str, bytes | None, dict]]) -> bytes:
-    """Build a .tar.gz in memory: (name, data or None for a dir/link, TarInfo fields)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, data, fields in entries:
-            info = tarfile.TarInfo(name)
-            for key, value in fields.items():
-                setattr(info, key, value)
-            if data is not None:
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
-            else:
-                archive.addfile(info)
-    return buffer.getvalue()
-
-
-def zip_bytes(entries: list[tuple[str, bytes]], *, symlinks: dict[str, str] | None = None) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in entries:
-            archive.writestr(name, data)
-        for name, target in (symlinks or {}).items():
-            info = zipfile.ZipInfo(name)
-            info.external_attr = 0o120777 << 16
-            archive.writestr(info, target)
-    return buffer.getvalue()
-
-
-KERNEL = b"__global__ void k(float* x) { x[threadIdx.x] = 0; }\n"
 
 
 @pytest.fixture
@@ -73,7 +43,7 @@ def nothing_on_disk(settings) -> bool:
 
 
 def test_a_tar_gz_upload_becomes_the_projects_newest_source(api, project):
-    data = tar_gz([("src/", None, {"type": tarfile.DIRTYPE}), ("src/k.cu", KERNEL, {})])
+    data = tar_bytes([(tar_entry("src/", tarfile.DIRTYPE), None), (tar_entry("src/k.cu"), KERNEL)])
     response = upload(api, project, "code.tar.gz", data)
     assert response.status_code == 201, response.content
     snapshot = SourceSnapshot.objects.get()
@@ -84,7 +54,7 @@ def test_a_tar_gz_upload_becomes_the_projects_newest_source(api, project):
 
 
 def test_a_zip_upload_with_an_inside_symlink_is_accepted(api, project):
-    data = zip_bytes([("a/k.cu", KERNEL)], symlinks={"a/link.cu": "k.cu"})
+    data = zip_bytes({"a/k.cu": KERNEL}, symlinks={"a/link.cu": "k.cu"})
     assert upload(api, project, "code.zip", data).status_code == 201
     tree = tree_of(SourceSnapshot.objects.get())
     assert (tree / "a" / "link.cu").read_bytes() == KERNEL
@@ -93,26 +63,26 @@ def test_a_zip_upload_with_an_inside_symlink_is_accepted(api, project):
 @pytest.mark.parametrize(
     ("name", "data", "member"),
     [
-        ("slip.zip", zip_bytes([("../../evil.cu", KERNEL)]), "../../evil.cu"),
-        ("abs.tar.gz", tar_gz([("/etc/evil", KERNEL, {})]), "/etc/evil"),
-        ("dots.tar.gz", tar_gz([("a/../../evil", KERNEL, {})]), "a/../../evil"),
+        ("slip.zip", zip_bytes({"../../evil.cu": KERNEL}), "../../evil.cu"),
+        ("abs.tar.gz", tar_bytes([(tar_entry("/etc/evil"), KERNEL)]), "/etc/evil"),
+        ("dots.tar.gz", tar_bytes([(tar_entry("a/../../evil"), KERNEL)]), "a/../../evil"),
         (
             "symlink.tar.gz",
-            tar_gz([("link", None, {"type": tarfile.SYMTYPE, "linkname": "/etc/passwd"})]),
+            tar_bytes([(tar_entry("link", tarfile.SYMTYPE, linkname="/etc/passwd"), None)]),
             "link",
         ),
         (
             "symlink-up.tar.gz",
-            tar_gz([("a/link", None, {"type": tarfile.SYMTYPE, "linkname": "../../x"})]),
+            tar_bytes([(tar_entry("a/link", tarfile.SYMTYPE, linkname="../../x"), None)]),
             "a/link",
         ),
-        ("symlink.zip", zip_bytes([], symlinks={"link": "../../../etc/passwd"}), "link"),
+        ("symlink.zip", zip_bytes({}, symlinks={"link": "../../../etc/passwd"}), "link"),
         (
             "hardlink.tar.gz",
-            tar_gz([("h", None, {"type": tarfile.LNKTYPE, "linkname": "../../etc/passwd"})]),
+            tar_bytes([(tar_entry("h", tarfile.LNKTYPE, linkname="../../etc/passwd"), None)]),
             "h",
         ),
-        ("device.tar.gz", tar_gz([("dev", None, {"type": tarfile.CHRTYPE})]), "dev"),
+        ("device.tar.gz", tar_bytes([(tar_entry("dev", tarfile.CHRTYPE), None)]), "dev"),
     ],
 )
 def test_a_malicious_archive_is_refused_naming_the_member_and_leaves_nothing(
@@ -125,7 +95,7 @@ def test_a_malicious_archive_is_refused_naming_the_member_and_leaves_nothing(
 
 
 def test_a_zip_bomb_is_refused_by_its_compression_ratio(api, project, settings):
-    bomb = zip_bytes([("zeros.bin", b"\0" * (50 * 1024 * 1024))])
+    bomb = zip_bytes({"zeros.bin": b"\0" * (50 * 1024 * 1024)})
     assert len(bomb) < 1024 * 1024
     response = upload(api, project, "bomb.zip", bomb)
     assert response.status_code == 400 and "compression ratio" in response.json()["archive"][0]
@@ -134,7 +104,7 @@ def test_a_zip_bomb_is_refused_by_its_compression_ratio(api, project, settings):
 
 def test_an_archive_over_the_size_limit_is_refused(api, project, settings):
     settings.ROCPATH_SOURCE_MAX_BYTES = 1000
-    data = tar_gz([("big.cu", os.urandom(2000), {})])
+    data = tar_bytes([(tar_entry("big.cu"), os.urandom(2000))])
     response = upload(api, project, "big.tar.gz", data)
     assert response.status_code == 400 and "more than 1000 bytes" in response.json()["archive"][0]
     assert nothing_on_disk(settings)
@@ -142,7 +112,7 @@ def test_an_archive_over_the_size_limit_is_refused(api, project, settings):
 
 def test_too_many_files_are_refused(api, project, settings):
     settings.ROCPATH_SOURCE_MAX_FILES = 10
-    data = zip_bytes([(f"f{i}.cu", KERNEL) for i in range(11)])
+    data = zip_bytes({f"f{i}.cu": KERNEL for i in range(11)})
     response = upload(api, project, "many.zip", data)
     assert response.status_code == 400 and "more than 10 files" in response.json()["archive"][0]
     assert nothing_on_disk(settings)
@@ -162,13 +132,13 @@ def test_sending_both_or_neither_an_archive_and_a_git_url_is_a_400(api, project)
 
 def test_a_viewer_cannot_add_sources_and_other_teams_projects_are_404(api, team):
     other = make_project(make_team())
-    assert upload(api, other, "x.zip", zip_bytes([("k.cu", KERNEL)])).status_code == 404
+    assert upload(api, other, "x.zip", zip_bytes({"k.cu": KERNEL})).status_code == 404
     viewer = make_user()
     add_member(team, viewer, Role.VIEWER)
     client = APIClient()
     client.force_authenticate(viewer)
     project = make_project(team)
-    assert upload(client, project, "x.zip", zip_bytes([("k.cu", KERNEL)])).status_code == 403
+    assert upload(client, project, "x.zip", zip_bytes({"k.cu": KERNEL})).status_code == 403
 
 
 def _git_repo(path: Path) -> Path:
@@ -239,7 +209,12 @@ def test_a_git_ref_that_does_not_exist_fails_the_snapshot_with_gits_words(
 )
 def test_which_git_urls_may_be_cloned(settings, url, allowed):
     settings.ROCPATH_GIT_LOCAL_ALLOW = {"alpha": ["/srv/allowed"]}
-    assert (git_url_allowed(url, "alpha") is None) is allowed
+    try:
+        gitintake.check_url(url, "alpha")
+    except SourceError:
+        assert not allowed
+    else:
+        assert allowed
 
 
 def test_a_local_path_outside_the_allowlist_is_a_400(api, project, settings):

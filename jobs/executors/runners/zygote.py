@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -18,6 +17,7 @@ from django.conf import settings
 from jobs.executors.base import ExecutorError
 from jobs.executors.runners.process import KILL_GRACE_S, Runner, child_setup, kill_group
 from jobs.executors.sandbox import SANDBOX_TMP
+from stack.zygote import read_until_closed
 
 
 class ZygoteError(Exception):
@@ -139,7 +139,7 @@ class Zygote:
                 os.close(fd)
         runner = ZygoteRunner(self, pid, out_r, err_r)
         if status_r is not None:
-            answer = _read_status(status_r, timeout=30.0)
+            answer = read_until_closed(status_r, timeout=30.0)
             if answer != b"ready":
                 runner.kill()
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -155,24 +155,6 @@ class Zygote:
         self.sock.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-
-
-def _read_status(fd: int, timeout: float) -> bytes:
-    """All a sandboxed child wrote on its status pipe until it closed it (or the timeout)."""
-    data = b""
-    deadline = time.monotonic() + timeout
-    try:
-        while (left := deadline - time.monotonic()) > 0:
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                break
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(fd)
-    return data
 
 
 class ZygoteRunner(Runner):

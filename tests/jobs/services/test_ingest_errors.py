@@ -17,35 +17,25 @@ from jobs.choices import JobStatus
 from jobs.executors.base import JobSpec, Outcome
 from jobs.models import Job, Measurement
 from jobs.services.paths import artifact_dir
+from tests import factories
 from tests.factories import make_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+NOOP_MEASUREMENT = {
+    "benchmark": "noop",
+    "case": {},
+    "metric": "sleep_s",
+    "unit": "s",
+    "value": 1.0,
+    "samples": [],
+    "better": "lower",
+}
+
+
 def result_doc(**fields) -> dict:
-    return {
-        "schema_version": 1,
-        "kind": "noop",
-        "status": "succeeded",
-        "started_at": "2026-01-01T00:00:00Z",
-        "finished_at": "2026-01-01T00:00:01Z",
-        "environment": None,
-        "measurements": [
-            {
-                "benchmark": "noop",
-                "case": {},
-                "metric": "sleep_s",
-                "unit": "s",
-                "value": 1.0,
-                "samples": [],
-                "better": "lower",
-            }
-        ],
-        "summary": {},
-        "artifacts": [],
-        "error": None,
-        **fields,
-    }
+    return factories.result_doc(**{"measurements": [dict(NOOP_MEASUREMENT)], **fields})
 
 
 def running(team) -> tuple[Job, JobSpec]:
