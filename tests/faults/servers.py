@@ -42,6 +42,7 @@ class RedisServer:
     port: int
     folder: Path
     proc: subprocess.Popen | None = None
+    appendonly: bool = False  # compose's AOF (everysec) for the soak; none in the tests
 
     @property
     def url(self) -> str:
@@ -53,7 +54,8 @@ class RedisServer:
             [
                 REDIS_SERVER,
                 *("--port", str(self.port), "--bind", "127.0.0.1"),
-                *("--save", "", "--appendonly", "no", "--dir", str(self.folder)),
+                *("--save", "", "--appendonly", "yes" if self.appendonly else "no"),
+                *("--appendfsync", "everysec", "--dir", str(self.folder)),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -11,6 +11,7 @@ import pytest
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
+from jobs.services.submit import enqueue
 from tests.faults.conftest import RECOVERY_S, start_worker
 from tests.workers import TERMINAL, group_alive, runner_group, wait_for_status, wait_until
 
@@ -64,3 +65,26 @@ def test_a_pool_child_sigkilled_mid_job_ends_it_once_and_the_worker_runs_the_nex
         assert job.status == JobStatus.ERRORED and job.attempt == 1  # never run again
     finally:
         worker.stop()
+
+
+def test_a_job_waiting_in_a_sigkilled_workers_hands_is_sent_again_and_runs_once(
+    fault_worker, private_broker, user, team, settings
+):
+    """A retry waits its countdown inside the worker that took it, unacknowledged; Redis
+    would give it to another worker only after its visibility timeout (hours)."""
+    job = services.submit_job(user=user, kind="noop", params={}, team=team)
+    wait_for_status(job.pk, TERMINAL)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.PENDING)  # a fresh start, then
+    job.refresh_from_db()
+    assert enqueue(job, countdown=60, note="a retry, as after a lost database")
+    fault_worker.wait_for_log(f"[{job.task_id}] received")
+    settings.ROCPATH_REDISPATCH_AFTER_S = 0
+    assert services.dispatch_jobs()["resent"] == []  # its live worker holds it: left alone
+
+    fault_worker.sigkill_main_process()
+    fault_worker.start()  # as a supervisor would: same name
+    assert services.dispatch_jobs()["resent"] == [job.pk]
+    job = wait_for_status(job.pk, {JobStatus.SUCCEEDED, *TERMINAL}, timeout=RECOVERY_S)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    messages = list(job.events.values_list("message", flat=True))
+    assert any("a worker took its message and is gone" in m for m in messages), messages
