@@ -43,6 +43,7 @@ class BenchStack:
         pg: str = "postgres://postgres@127.0.0.1:5432",
         redis: str = "redis://127.0.0.1:6379/14",
         extra_env: dict[str, str] | None = None,
+        control: bool = False,
     ) -> None:
         self.run_id = uuid.uuid4().hex[:8]
         self.pg = pg
@@ -70,7 +71,9 @@ class BenchStack:
                 **(extra_env or {}),
             }
         )
+        self.control = control  # also a control worker and beat (dispatcher, reaper)
         self.procs: dict[str, subprocess.Popen] = {}
+        self.commands: dict[str, list[str]] = {}
         self.port = 0
         self.token = ""
 
@@ -114,46 +117,35 @@ class BenchStack:
         logs = self.var / "log"
         logs.mkdir(parents=True, exist_ok=True)
         workers, threads = self.web
-        self.procs["web"] = subprocess.Popen(
-            [
-                str(BIN / "gunicorn"),
-                "config.wsgi",
-                "--bind",
-                f"127.0.0.1:{self.port}",
-                "--workers",
-                str(workers),
-                "--threads",
-                str(threads),
-                "--error-logfile",
-                str(logs / "web.log"),
-            ],
-            cwd=ROOT,
-            env=self.env,
-            start_new_session=True,
-        )
-        self.procs["worker"] = subprocess.Popen(
-            [
-                str(BIN / "celery"),
-                "-A",
-                "config",
-                "worker",
-                "-Q",
-                self.queue,
-                "-c",
-                str(self.concurrency),
-                "-n",
-                f"{self.queue}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "-l",
-                "WARNING",
-                "--logfile",
-                str(logs / "worker.log"),
-            ],
-            cwd=ROOT,
-            env=self.env,
-            start_new_session=True,
-        )
+        self.commands["web"] = [
+            str(BIN / "gunicorn"),
+            "config.wsgi",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--error-logfile",
+            str(logs / "web.log"),
+        ]
+        celery = [str(BIN / "celery"), "-A", "config"]
+        quiet = ["--without-gossip", "--without-mingle", "-l", "WARNING"]
+        self.commands["worker"] = [
+            *celery, "worker", "-Q", self.queue, "-c", str(self.concurrency),
+            "-n", f"{self.queue}@%h", *quiet, "--logfile", str(logs / "worker.log"),
+        ]  # fmt: skip
+        if self.control:
+            self.commands["control"] = [
+                *celery, "worker", "-Q", f"{self.queue}-control", "-c", "1",
+                "-n", f"control-{self.queue}@%h", *quiet, "--logfile", str(logs / "control.log"),
+            ]  # fmt: skip
+            self.commands["beat"] = [
+                *celery, "beat", "-l", "WARNING", "-s", str(self.var / "beat-schedule"),
+                "--logfile", str(logs / "beat.log"),
+            ]  # fmt: skip
+        for role in self.commands:
+            self.spawn(role)
         import django
 
         django.setup()
@@ -170,21 +162,46 @@ class BenchStack:
                 time.sleep(0.1)
         noop_task.apply_async(queue=self.queue).get(timeout=60)  # the worker is up
 
+    def spawn(self, role: str) -> None:
+        """Start one role's process (again, after a fault), in a process group of its own."""
+        self.procs[role] = subprocess.Popen(
+            self.commands[role], cwd=ROOT, env=self.env, start_new_session=True
+        )
+
+    def kill(self, role: str) -> None:
+        """SIGKILL a role's main process, then what it left in its group (as make run does)."""
+        proc = self.procs[role]
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """One REST call with the bench token: (status, decoded body or None)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            conn.request(
+                method,
+                path,
+                json.dumps(body) if body is not None else None,
+                {"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
+            )
+            response = conn.getresponse()
+            raw = response.read()
+        finally:
+            conn.close()
+        try:
+            return response.status, json.loads(raw)
+        except ValueError:
+            return response.status, None
+
     def submit(self, body: dict[str, Any]) -> tuple[int, float]:
         """POST a job; returns its id and the client-side time the request was sent."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         sent = time.time()
-        conn.request(
-            "POST",
-            "/api/v1/jobs/",
-            json.dumps(body),
-            {"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
-        )
-        response = conn.getresponse()
-        payload = json.loads(response.read())
-        conn.close()
-        if response.status != 201:
-            raise RuntimeError(f"submit failed: {response.status} {payload}")
+        status, payload = self.request("POST", "/api/v1/jobs/", body)
+        if status != 201:
+            raise RuntimeError(f"submit failed: {status} {payload}")
         return payload["id"], sent
 
     def __exit__(self, *exc: object) -> None:

@@ -6,13 +6,12 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 
 from jobs import services
+from jobs.services.ingest import DATABASE_ERRORS
 
 logger = logging.getLogger(__name__)
 
-DATABASE_ERRORS = (OperationalError, InterfaceError)
 DB_RETRY_BASE_S = 2  # then 4, 8, ... up to DB_RETRY_MAX_S, ROCPATH_DB_RETRIES times
 DB_RETRY_MAX_S = 60
 

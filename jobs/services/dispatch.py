@@ -26,6 +26,14 @@ from jobs.services.submit import RUN_TASK, enqueue, queue_for
 logger = logging.getLogger(__name__)
 
 RESENT = "message sent again"  # the start of the log line a re-send writes (recovery reads it)
+LOST_BY_BROKER = (
+    "the broker no longer holds its message (a broker restart loses what it had not "
+    "written to disk)"
+)
+LOST_BY_WORKER = (
+    "a worker took its message and is gone (no live worker holds it; Redis would give it "
+    "to another only after its visibility timeout)"
+)
 
 
 def dispatch_jobs() -> dict[str, list[int]]:
@@ -46,14 +54,22 @@ def dispatch_jobs() -> dict[str, list[int]]:
         held = task_ids_in_broker({queue_for(job) for job in stale})
         if held is not None:  # a transport that keeps its messages is never second-guessed
             for job in stale:
-                if job.task_id not in held and resend(job):
+                if job.task_id not in held and resend(job, LOST_BY_BROKER):
+                    done["resent"].append(job.pk)
+            # Delivered and never acknowledged, yet not held by any live worker: the worker
+            # that took it was killed (Redis gives it to another only after the visibility
+            # timeout, hours away). Only asked about when there are such jobs.
+            taken = [job for job in stale if job.task_id in held]
+            alive = _held_by_workers() if taken else None
+            for job in taken if alive is not None else []:
+                if job.task_id not in alive and resend(job, LOST_BY_WORKER):
                     done["resent"].append(job.pk)
     if done["queued"] or done["resent"]:
         logger.warning("dispatcher: queued %s, sent again %s", done["queued"], done["resent"])
     return done
 
 
-def resend(job: Job) -> bool:
+def resend(job: Job, why: str = LOST_BY_BROKER) -> bool:
     """Send a queued job's run again under a new task id; False when it moved meanwhile."""
     task_id = str(uuid.uuid4())
     changed = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED, task_id=job.task_id).update(
@@ -68,8 +84,7 @@ def resend(job: Job) -> bool:
         job_id=job.pk,
         kind=EventKind.LOG,
         level="warning",
-        message=f"{RESENT}: queued {waited:.0f} s ago and the broker no longer holds its "
-        "message (a broker restart loses what it had not written to disk)",
+        message=f"{RESENT}: queued {waited:.0f} s ago and {why}",
     )
     job.task_id = task_id
     queue_task(
@@ -82,6 +97,24 @@ def resend(job: Job) -> bool:
         ),
     )
     return True
+
+
+def _held_by_workers() -> set[str] | None:
+    """The task ids the live workers hold (waiting for their time, prefetched, running);
+    None when they could not be asked. Asked in that order, so a task moving from one
+    list to the next meanwhile is still seen (and a re-send would be harmless anyway)."""
+    try:
+        inspect = app.control.inspect(timeout=1.0)
+        replies = [inspect.scheduled(), inspect.reserved(), inspect.active()]
+    except Exception:
+        logger.warning("dispatcher: could not ask the workers what they hold", exc_info=True)
+        return None
+    ids: set[str] = set()
+    for reply in replies:
+        for tasks in (reply or {}).values():
+            for task in tasks:
+                ids.add(str(task.get("id") or (task.get("request") or {}).get("id") or ""))
+    return ids
 
 
 def broker_answers() -> bool:

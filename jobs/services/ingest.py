@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 
 from jobs.choices import EventKind, JobStatus
 from jobs.executors.base import JobSpec, Outcome
@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from jobs.services.run import DatabaseHooks
 
 logger = logging.getLogger(__name__)
+# The database went away (a restart, a dropped connection): not the job's fault and not
+# the end of it. These propagate to the task, which tries again once the database may be
+# back (jobs.tasks.run_job); any other exception ends the job errored with its cause.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
 
 
 @dataclass
@@ -116,6 +120,8 @@ def conclude(job: Job, spec: JobSpec, outcome: Outcome, hooks: DatabaseHooks | N
         with transaction.atomic():
             progress = hooks.close(update_progress=False) if hooks else None
             verdict = _conclude(job, spec, outcome, progress, gathered)
+    except DATABASE_ERRORS:
+        raise
     except Exception as exc:  # whatever it was, the job must end, saying so
         verdict = _could_not_store(job, exc, pending)
     finally:

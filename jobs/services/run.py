@@ -20,7 +20,7 @@ from jobs.executors.gpu_profiles import worker_inventory
 from jobs.leases import hold_gpus
 from jobs.leases import release as release_gpus
 from jobs.models import Job, JobEvent
-from jobs.services.ingest import conclude
+from jobs.services.ingest import DATABASE_ERRORS, conclude
 from jobs.services.paths import cache_dir_for, job_dir
 from jobs.services.submit import enqueue
 from jobs.storage import DiskFull, is_full
@@ -217,6 +217,8 @@ def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = 
     except ExecutorError as exc:
         hooks.close()
         return _retry_or_fail(job, exc)
+    except DATABASE_ERRORS:
+        raise  # the task tries again (jobs.tasks.run_job); ending the job here lost it
     except Exception as exc:
         hooks.close()
         logger.exception("job %s: executor crashed", job.pk)

@@ -6,70 +6,21 @@ starts its own redis-server on a free port of 127.0.0.1 and kills only that.
 
 from __future__ import annotations
 
-import contextlib
-import shutil
 import signal
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from config.celery import app
+from tests.faults.servers import RedisServer, free_port
 from tests.workers import Worker, worker_env
 
-REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class RedisServer:
-    """One private redis-server, stopped and started again on the same port."""
-
-    port: int
-    folder: Path
-    proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        log = (self.folder / "redis.log").open("a")
-        self.proc = subprocess.Popen(
-            [
-                REDIS_SERVER,
-                *("--port", str(self.port), "--bind", "127.0.0.1"),
-                *("--save", "", "--appendonly", "no", "--dir", str(self.folder)),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 20
-        while not self.answers():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((self.folder / "redis.log").read_text()[-2000:])
-            time.sleep(0.05)
-
-    def answers(self) -> bool:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 1):
-            return True
-        return False
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        """Stop it as an operator or the kernel would: SIGTERM (a clean shutdown) or SIGKILL."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(timeout=20)
+# Every wait of this suite, named once: for a process or server to start, and for jobs
+# to end after a fault (several retry pauses of 2, 4, 8 s, then the jobs themselves).
+START_S = 60
+RECOVERY_S = 90
 
 
 @pytest.fixture

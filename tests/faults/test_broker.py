@@ -11,8 +11,8 @@ from django.utils import timezone
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
-from tests.faults.conftest import start_worker
-from tests.workers import TERMINAL, wait_for_status
+from tests.faults.conftest import RECOVERY_S, START_S, start_worker
+from tests.workers import TERMINAL, wait_for_status, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -104,3 +104,27 @@ def test_a_stale_job_on_a_worker_that_answers_is_not_called_worker_lost(
     error = Job.objects.get(pk=stale.pk).error
     assert error.startswith(f"the job stopped beating on {hostname} since"), error
     assert "still answers" in error and "worker lost" not in error
+
+
+def test_a_redis_sigkill_under_load_loses_no_job_and_runs_none_twice(
+    fault_worker, private_broker, user, team, settings
+):
+    settings.ROCPATH_REDISPATCH_AFTER_S = 0  # the dispatcher's wait, cut to nothing here
+    jobs = [_noop(user, team, seconds=2) for _ in range(6)]  # two slots: two run, four wait
+    assert wait_until(
+        lambda: Job.objects.filter(pk__in=jobs, status=JobStatus.RUNNING).count() == 2, START_S
+    )
+    private_broker.stop(signal.SIGKILL)  # no persistence: the waiting messages are gone
+    private_broker.start()
+
+    def all_ended() -> bool:
+        services.dispatch_jobs()  # what beat asks of the control worker every interval
+        return not Job.objects.filter(pk__in=jobs).exclude(status__in=TERMINAL).exists()
+
+    assert wait_until(all_ended, RECOVERY_S, 1), fault_worker.log.read_text()[-3000:]
+    for job in Job.objects.filter(pk__in=jobs):
+        assert job.status == JobStatus.SUCCEEDED and job.attempt == 1, (job.pk, job.error)
+        starts = job.events.filter(message__startswith="runner started").count()
+        assert starts == 1, (job.pk, starts)
+    assert fault_worker.proc.poll() is None, fault_worker.log.read_text()[-3000:]
+    assert "Unrecoverable error" not in fault_worker.log.read_text()

@@ -1,0 +1,244 @@
+"""Soak: N jobs over REST to real workers while Redis, PostgreSQL and the worker fail.
+
+A private PostgreSQL cluster and a private Redis (AOF, as containers/compose.yaml runs
+it; tests/faults/servers.py) carry a BenchStack with a job worker, a control worker and
+beat. Jobs are submitted at a steady rate; faults come at times drawn from a seeded RNG:
+Redis SIGTERM or SIGKILL then started again, PostgreSQL `stop -m fast` / `-m immediate`
+then started, the worker's main process SIGKILLed and started again a second later (as
+make run or compose would). At the end it reports:
+
+  lost        submitted (an id came back) but never run: row missing, or reaped while
+              pending/queued
+  run_twice   more runners started than the job had attempts
+  stuck       not ended (grace + one interval) after the last fault and submission
+  5xx         answers >= 500, split into during an outage and once everything was back
+  recovery    per fault: from the service back to the next job claimed / finished
+
+    .venv/bin/python bench/soak.py --jobs 2000 --seed 11
+
+Goal (issue 11): 0 lost, 0 run twice, 0 stuck, no 5xx once the database is back,
+recovery <= 10 s after the broker or database is back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import ROOT, BenchStack
+
+from tests.faults.servers import PostgresCluster, RedisServer, free_port
+
+FAULTS = ["redis-sigterm", "redis-sigkill", "pg-fast", "pg-immediate", "worker-sigkill"]
+GRACE_S, INTERVAL_S = 30, 5  # running grace and reaper / dispatcher interval of the stack
+REDISPATCH_S = 120  # ROCPATH_REDISPATCH_AFTER_S's default: a lost message is sent again then
+# How long the jobs may take to end after the last submission: the running grace, the
+# redispatch wait and the longest retry pause (60 s), each plus one interval.
+DRAIN_S = GRACE_S + REDISPATCH_S + 60 + 3 * INTERVAL_S
+LOST_PREFIXES = ("no worker", "the broker lost", "workers consume", "the job queue could not")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--rate", type=float, default=6.0, help="submissions per second")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--faults", type=int, default=10, help="each kind in turn, shuffled")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+
+    pg = PostgresCluster()
+    pg.create()
+    redis_dir = Path(pg.folder.parent, f"{pg.folder.name}-redis")
+    redis_dir.mkdir()
+    redis = RedisServer(port=free_port(), folder=redis_dir, appendonly=True)
+    redis.start()
+    env = {
+        "ROCPATH_RUNNING_GRACE_S": str(GRACE_S),
+        "ROCPATH_REAPER_INTERVAL_S": str(INTERVAL_S),
+        "ROCPATH_DISPATCH_INTERVAL_S": str(INTERVAL_S),
+        "ROCPATH_QUEUED_GRACE_S": "600",
+        "ROCPATH_REDISPATCH_AFTER_S": str(REDISPATCH_S),
+        "ROCPATH_HEARTBEAT_S": "2",
+    }
+    try:
+        with BenchStack(
+            concurrency=args.concurrency,
+            pg=pg.url().rsplit("/", 1)[0],
+            redis=redis.url,
+            extra_env=env,
+            control=True,
+        ) as stack:
+            report = soak(stack, pg, redis, rng, args)
+    finally:
+        redis.stop(signal.SIGKILL)
+        pg.destroy()
+    print(json.dumps(report, indent=2))
+
+
+def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) -> dict:
+    from django.db import OperationalError, close_old_connections
+
+    from jobs.models import Job, JobEvent
+
+    span = args.jobs / args.rate
+    kinds = [FAULTS[i % len(FAULTS)] for i in range(args.faults)]
+    rng.shuffle(kinds)
+    times = sorted(rng.uniform(0.05 * span, 0.9 * span) for _ in kinds)
+    schedule = [(t, k, rng.uniform(1, 5)) for t, k in zip(times, kinds, strict=True)]
+    outages: list[dict] = []  # kind, down, back (epoch seconds)
+    codes: list[tuple[float, int]] = []
+    ids: list[int] = []
+    lock = threading.Lock()
+    started = time.time()
+
+    def inject() -> None:
+        for at, kind, down_s in schedule:
+            time.sleep(max(0.0, started + at - time.time()))
+            down = time.time()
+            if kind.startswith("redis"):
+                redis.stop(signal.SIGTERM if kind == "redis-sigterm" else signal.SIGKILL)
+                time.sleep(down_s)
+                redis.start()
+            elif kind.startswith("pg"):
+                pg.stop(kind.removeprefix("pg-"))
+                time.sleep(down_s)
+                pg.start()
+            else:
+                stack.kill("worker")
+                time.sleep(1)  # the supervisor's first pause
+                stack.spawn("worker")
+            outages.append({"kind": kind, "down": down, "back": time.time()})
+
+    def submit(i: int) -> None:
+        time.sleep(max(0.0, started + i / args.rate - time.time()))
+        body = {"kind": "noop", "params": {"seconds": round(rng.uniform(0, 0.5), 2), "steps": 3}}
+        while True:  # a client retries what the server could not take, with a pause
+            try:
+                status, payload = stack.request("POST", "/api/v1/jobs/", body)
+            except OSError:
+                status, payload = 599, None  # no answer at all (gunicorn restarting a worker)
+            with lock:
+                codes.append((time.time(), status))
+            if status in (201, 202):
+                with lock:
+                    ids.append(payload["id"])
+                return
+            time.sleep(1)
+
+    faults = threading.Thread(target=inject)
+    faults.start()
+    with ThreadPoolExecutor(args.clients) as pool:
+        list(pool.map(submit, range(args.jobs)))
+    faults.join()
+    submitted_s = time.time() - started
+
+    live = ["pending", "queued", "running"]
+    deadline = time.time() + DRAIN_S
+    while time.time() < deadline:
+        close_old_connections()
+        with contextlib.suppress(OperationalError):  # the database may be coming back
+            if not Job.objects.filter(pk__in=ids, status__in=live).exists():
+                break
+        time.sleep(1)
+    drained_s = time.time() - started
+
+    rows = {r["id"]: r for r in Job.objects.filter(pk__in=ids).values()}
+    runners: dict[int, int] = {}
+    for job_id in JobEvent.objects.filter(
+        job_id__in=ids, message__startswith="runner started"
+    ).values_list("job_id", flat=True):
+        runners[job_id] = runners.get(job_id, 0) + 1
+    lost = [i for i in ids if i not in rows] + [
+        i
+        for i, r in rows.items()
+        if r["status"] == "errored" and r["error"].startswith(LOST_PREFIXES)
+    ]
+    run_twice = [i for i, r in rows.items() if runners.get(i, 0) > max(r["attempt"], 1)]
+    stuck = [i for i, r in rows.items() if r["status"] in live]
+    by_status: dict[str, int] = {}
+    for r in rows.values():
+        by_status[r["status"]] = by_status.get(r["status"], 0) + 1
+    errors: dict[str, int] = {}
+    for r in rows.values():
+        if r["status"] == "errored":
+            key = r["error"][:70]
+            errors[key] = errors.get(key, 0) + 1
+
+    def in_outage(t: float) -> bool:
+        return any(o["down"] <= t <= o["back"] + 2 for o in outages)
+
+    recovery = []
+    claims = sorted(r["started_at"].timestamp() for r in rows.values() if r["started_at"])
+    ends = sorted(r["finished_at"].timestamp() for r in rows.values() if r["finished_at"])
+    for o in outages:
+        claim = next((t for t in claims if t >= o["back"]), None)
+        end = next((t for t in ends if t >= o["back"]), None)
+        recovery.append(
+            {
+                "kind": o["kind"],
+                "at_s": round(o["down"] - started, 1),
+                "down_s": round(o["back"] - o["down"], 1),
+                "to_next_claim_s": None if claim is None else round(claim - o["back"], 2),
+                "to_next_finish_s": None if end is None else round(end - o["back"], 2),
+            }
+        )
+    from config.broker import task_ids_in_broker
+
+    held: set[str] = set()
+    with contextlib.suppress(Exception):  # only to explain what is stuck
+        held = task_ids_in_broker({stack.queue}) or set()
+    stuck_detail = [
+        {
+            "id": i,
+            "status": rows[i]["status"],
+            "task_in_broker": rows[i]["task_id"] in held,
+            "events": list(JobEvent.objects.filter(job_id=i).values_list("message", flat=True)[:6]),
+        }
+        for i in stuck[:5]
+    ]
+    return {
+        "command": " ".join(["bench/soak.py", *sys.argv[1:]]),
+        "jobs": args.jobs,
+        "accepted": len(ids),
+        "seed": args.seed,
+        "rate_per_s": args.rate,
+        "worker_concurrency": args.concurrency,
+        "submitted_s": round(submitted_s, 1),
+        "drained_s": round(drained_s, 1),
+        "statuses": by_status,
+        "errored_by_cause": errors,
+        "lost": len(lost),
+        "run_twice": len(run_twice),
+        "stuck": len(stuck),
+        "stuck_detail": stuck_detail,
+        "rerun_after_fault": sum(1 for r in rows.values() if r["attempt"] > 1),
+        "http_5xx_during_outage": sum(1 for t, c in codes if c >= 500 and in_outage(t)),
+        "http_5xx_otherwise": sum(1 for t, c in codes if c >= 500 and not in_outage(t)),
+        "http_202_pending": sum(1 for _, c in codes if c == 202),
+        "recovery": recovery,
+        "max_recovery_to_claim_s": max(
+            (r["to_next_claim_s"] for r in recovery if r["to_next_claim_s"] is not None),
+            default=None,
+        ),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "root": str(ROOT),
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Worker faults: a pool child SIGKILLed mid-job (the main process: tests/integration)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.models import Job
+from jobs.services.submit import enqueue
+from tests.faults.conftest import RECOVERY_S, start_worker
+from tests.workers import TERMINAL, group_alive, runner_group, wait_for_status, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            if ppid == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_pool_child_sigkilled_mid_job_ends_it_once_and_the_worker_runs_the_next(
+    transactional_db, settings, tmp_path, private_broker, user, team
+):
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue = "fault-pool-child"
+    worker = start_worker(
+        settings, tmp_path, private_broker, name=queue, queue=queue, concurrency=1
+    )
+    try:
+        job_id = services.submit_job(
+            user=user, kind="noop", params={"seconds": 60, "steps": 60}, team=team
+        ).pk
+        wait_for_status(job_id, {JobStatus.RUNNING})
+        pgid = runner_group(job_id)
+        (child,) = _children(worker.proc.pid)  # one slot: the pool child running the job
+        os.kill(child, signal.SIGKILL)
+
+        assert wait_until(lambda: not group_alive(pgid), RECOVERY_S), "the runner outlived it"
+        settings.ROCPATH_RUNNING_GRACE_S = 2
+        assert wait_until(lambda: job_id in services.reap_stuck_jobs(), RECOVERY_S, 0.5)
+        job = Job.objects.get(pk=job_id)
+        assert job.status == JobStatus.ERRORED and job.attempt == 1, job.error
+        assert job.events.filter(message__startswith="runner started").count() == 1
+
+        after = wait_for_status(
+            services.submit_job(user=user, kind="noop", params={}, team=team).pk,
+            TERMINAL,
+            timeout=RECOVERY_S,
+        )
+        assert after.status == JobStatus.SUCCEEDED, after.error
+        assert worker.proc.poll() is None, worker.log.read_text()[-3000:]
+        job.refresh_from_db()
+        assert job.status == JobStatus.ERRORED and job.attempt == 1  # never run again
+    finally:
+        worker.stop()
+
+
+def test_a_job_waiting_in_a_sigkilled_workers_hands_is_sent_again_and_runs_once(
+    fault_worker, private_broker, user, team, settings
+):
+    """A retry waits its countdown inside the worker that took it, unacknowledged; Redis
+    would give it to another worker only after its visibility timeout (hours)."""
+    job = services.submit_job(user=user, kind="noop", params={}, team=team)
+    wait_for_status(job.pk, TERMINAL)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.PENDING)  # a fresh start, then
+    job.refresh_from_db()
+    assert enqueue(job, countdown=60, note="a retry, as after a lost database")
+    fault_worker.wait_for_log(f"[{job.task_id}] received")
+    settings.ROCPATH_REDISPATCH_AFTER_S = 0
+    assert services.dispatch_jobs()["resent"] == []  # its live worker holds it: left alone
+
+    fault_worker.sigkill_main_process()
+    fault_worker.start()  # as a supervisor would: same name
+    assert services.dispatch_jobs()["resent"] == [job.pk]
+    job = wait_for_status(job.pk, {JobStatus.SUCCEEDED, *TERMINAL}, timeout=RECOVERY_S)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    messages = list(job.events.values_list("message", flat=True))
+    assert any("a worker took its message and is gone" in m for m in messages), messages
