@@ -57,10 +57,27 @@ def task_ids_in_broker(queues: set[str]) -> set[str] | None:
                 raw.extend(client.lrange(channel._q_for_pri(queue, priority), 0, -1))
         for payload in raw:
             ids.add(_task_id(json.loads(payload)))
-        for payload in client.hvals(channel.unacked_key):
-            message = json.loads(payload)[0]
-            ids.add(_task_id(message))
-        return ids
+        return ids | _delivered(channel)
+
+
+def delivered_task_ids() -> set[str] | None:
+    """The ids of the tasks Redis delivered to a worker and holds unacknowledged (running,
+    prefetched, or waiting out a countdown there); None where the transport cannot say."""
+    from config.celery import app
+
+    with app.connection_for_read() as connection:
+        channel = connection.default_channel
+        if not isinstance(channel, kombu_redis.Channel):
+            return None
+        return _delivered(channel)
+
+
+def _delivered(channel: kombu_redis.Channel) -> set[str]:
+    import json
+
+    return {
+        _task_id(json.loads(payload)[0]) for payload in channel.client.hvals(channel.unacked_key)
+    }
 
 
 def _task_id(message: dict) -> str:

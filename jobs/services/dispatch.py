@@ -17,7 +17,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from config.broker import task_ids_in_broker
+from config.broker import delivered_task_ids, task_ids_in_broker
 from config.celery import app, queue_task
 from jobs.choices import EventKind, JobStatus
 from jobs.models import Job
@@ -59,7 +59,8 @@ def dispatch_jobs() -> dict[str, list[int]]:
             # Delivered and never acknowledged, yet not held by any live worker: the worker
             # that took it was killed (Redis gives it to another only after the visibility
             # timeout, hours away). Only asked about when there are such jobs.
-            taken = [job for job in stale if job.task_id in held]
+            delivered = delivered_task_ids() or set()
+            taken = [job for job in stale if job.task_id in delivered]
             alive = _held_by_workers() if taken else None
             for job in taken if alive is not None else []:
                 if job.task_id not in alive and resend(job, LOST_BY_WORKER):
