@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import random
+import shutil
 import signal
 import sys
 import threading
@@ -87,6 +88,7 @@ def main() -> None:
     finally:
         redis.stop(signal.SIGKILL)
         pg.destroy()
+        shutil.rmtree(redis_dir, ignore_errors=True)
     print(json.dumps(report, indent=2))
 
 
