@@ -50,6 +50,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 class LaunchType(models.TextChoices):
     MANUAL = "manual", "Manual (browser)"
     API = "api", "API"
+    CLI = "cli", "Command line"
     SCHEDULED = "scheduled", "Scheduled"
     RERUN = "rerun", "Rerun"
 

@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "teams",
     "jobs",
+    "results",
     "portal",
 ]
 

@@ -6,6 +6,7 @@ from jobs.models.event import JobEvent
 from jobs.models.gpu_lease import GpuLease
 from jobs.models.job import IllegalTransition, Job
 from jobs.models.measurement import Measurement
+from jobs.models.schedule import Schedule
 
 __all__ = [
     "Artifact",
@@ -15,4 +16,5 @@ __all__ = [
     "Job",
     "JobEvent",
     "Measurement",
+    "Schedule",
 ]

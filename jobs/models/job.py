@@ -69,6 +69,9 @@ class Job(models.Model):
     rerun_of = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="reruns"
     )
+    schedule = models.ForeignKey(
+        "jobs.Schedule", on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs"
+    )
     timeout_s = models.PositiveIntegerField()
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -132,6 +135,10 @@ class Job(models.Model):
                 message=f"{to}" + (f": {note}" if note else ""),
                 data={"status": to},
             )
+            if to in TERMINAL_STATUSES:
+                from jobs.finished import announce_finished
+
+                announce_finished(self.pk, to)
         # The guard on status makes this process the only writer of the move, so the
         # values it wrote are the row's values: no need to read them back.
         self.status = to

@@ -66,7 +66,7 @@ class Command(BaseCommand):
                     team=team,
                     project=project,
                     timeout_s=opts.get("timeout_s"),  # type: ignore[arg-type]
-                    launch_type=LaunchType.API,
+                    launch_type=LaunchType.CLI,
                 )
         except services.SubmissionError as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class ResultsConfig(AppConfig):
+    name = "results"
+    verbose_name = "Results"
+
+    def ready(self) -> None:
+        from results import receivers  # noqa: F401  (connects to jobs' job-finished signal)
