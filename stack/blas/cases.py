@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from stack.blas.inputs import NORMAL
 from stack.blas.precisions import PRECISION_NAMES, gemm_flops
 
 
@@ -38,8 +39,13 @@ class GemmCase:
         """Operations of one call."""
         return gemm_flops(self.m, self.n, self.k, self.batch)
 
-    def as_case(self, backend: str, device: str, cold_cache: bool) -> dict[str, Any]:
-        """The measurement's case dict (scalars only, so it can be a database key)."""
+    def as_case(
+        self, backend: str, device: str, cold_cache: bool, inputs: str = NORMAL
+    ) -> dict[str, Any]:
+        """The measurement's case dict (scalars only, so it can be a database key).
+
+        ``inputs`` is part of it: the same shape fed other data is another case.
+        """
         return {
             "backend": backend,
             "device": device,
@@ -51,6 +57,7 @@ class GemmCase:
             "transa": self.transa,
             "transb": self.transb,
             "cold_cache": cold_cache,
+            "inputs": inputs,
         }
 
     def label(self) -> str:

@@ -99,8 +99,11 @@ def _reference_fn(torch: Any, device: Any, case: dict[str, Any]) -> Any:
         return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
     dtype = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32,
              "fp16": torch.float16, "bf16": torch.bfloat16}[p]  # fmt: skip
-    a = torch.randn((m, k), device=device, generator=gen).to(dtype)
-    b = torch.randn((k, n), device=device, generator=gen).to(dtype)
+    # Full entropy: FP64 normals drawn as float64 (a float32 draw cast up leaves 29
+    # mantissa bits zero and ran 12 % faster on an H200); narrower floats round a float32.
+    draw = torch.float64 if dtype == torch.float64 else torch.float32
+    a = torch.randn((m, k), device=device, generator=gen, dtype=draw).to(dtype)
+    b = torch.randn((k, n), device=device, generator=gen, dtype=draw).to(dtype)
     return lambda: torch.matmul(a, b)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from stack.blas import blas_tools, check, gemm_numpy, gemm_torch
 from stack.blas.bench import Bench, peak_for, rotate
 from stack.blas.cases import GemmCase
+from stack.blas.inputs import NORMAL, TOOL_DEFAULT
 from stack.blas.precisions import get as get_precision
 from stack.blas.results import ERROR, SKIPPED, UNSUPPORTED, CaseResult, CheckResult
 from stack.blas.stats import Timing, cpu_blocks
@@ -36,7 +37,10 @@ def _base(
         family=FAMILY,
         backend=bench.backend,
         case=effective.as_case(
-            bench.backend, bench.device.label, bool(bench.params.get("cold_cache"))
+            bench.backend,
+            bench.device.label,
+            bool(bench.params.get("cold_cache")),
+            _inputs(bench),
         ),
         work=float(case.flops),
         rate_unit=precision.unit,
@@ -44,6 +48,13 @@ def _base(
         peak_label=label,
         footprint_bytes=precision.footprint_bytes(case.m, case.n, case.k, case.batch),
     )
+
+
+def _inputs(bench: Bench) -> str:
+    """The data a case is fed: the inputs parameter, or the tool's own for a tool backend."""
+    if bench.backend in ("torch", "numpy"):
+        return bench.params.get("inputs", NORMAL)
+    return TOOL_DEFAULT
 
 
 def _check_fits(bench: Bench, case: GemmCase) -> bool:
@@ -94,13 +105,14 @@ def run_torch(bench: Bench, case: GemmCase) -> CaseResult:
     precision = get_precision(case.precision)
     bench.release()
     gen = torch.Generator(device=bench.device.label).manual_seed(bench.seed + case.m + 3 * case.n)
+    inputs = _inputs(bench)
     fast_accum = bool(bench.params.get("fp8_fast_accum"))
     try:
         with gemm_torch.matmul_precision(torch, case.precision):
             base = 0
             if bench.device.kind == "cuda":
                 base = torch.cuda.memory_allocated(bench.device.index)
-            first = gemm_torch.make_operands(torch, bench.device, case, transa, transb, gen)
+            first = gemm_torch.make_operands(torch, bench.device, case, transa, transb, gen, inputs)
             if bench.device.kind == "cuda":
                 # after the inputs exist: their float32 staging copies must not count
                 torch.cuda.reset_peak_memory_stats(bench.device.index)
@@ -114,7 +126,7 @@ def run_torch(bench: Bench, case: GemmCase) -> CaseResult:
             extra = bench.operand_sets(result.footprint_bytes or 0) - 1
             for _ in range(extra):
                 sets.append(
-                    gemm_torch.make_operands(torch, bench.device, case, transa, transb, gen)
+                    gemm_torch.make_operands(torch, bench.device, case, transa, transb, gen, inputs)
                 )
             if len(sets) > 1:
                 result.extra["operand_sets"] = len(sets)
@@ -176,11 +188,12 @@ def run_numpy(bench: Bench, case: GemmCase) -> CaseResult:
     if bench.refused(result, case.precision, int(1.2 * (result.footprint_bytes or 0))):
         return result
     precision = get_precision(case.precision)
+    inputs = _inputs(bench)
     try:
-        first = gemm_numpy.make_operands(np, case, bench.seed + case.m + 3 * case.n)
+        first = gemm_numpy.make_operands(np, case, bench.seed + case.m + 3 * case.n, inputs)
         sets = [first]
         for i in range(bench.operand_sets(result.footprint_bytes or 0) - 1):
-            sets.append(gemm_numpy.make_operands(np, case, bench.seed + 1000 + i))
+            sets.append(gemm_numpy.make_operands(np, case, bench.seed + 1000 + i, inputs))
         if len(sets) > 1:
             result.extra["operand_sets"] = len(sets)
         calls = [gemm_numpy.gemm_call(np, a, b) for a, b in sets]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stack.blas.cases import GemmCase
+from stack.blas.inputs import NORMAL, numpy_operand
 
 UNSUPPORTED = {
     "tf32": "TF32 is a mode of GPU matrix units; numpy computes float32 in full precision",
@@ -33,7 +34,7 @@ def unsupported(precision: str) -> str | None:
     return UNSUPPORTED.get(precision)
 
 
-def make_operands(np: Any, case: GemmCase, seed: int) -> tuple[Any, Any]:
+def make_operands(np: Any, case: GemmCase, seed: int, inputs: str = NORMAL) -> tuple[Any, Any]:
     """Random A and B (as the GEMM sees them: transposed views where asked)."""
     rng = np.random.default_rng(seed)
     dtype = getattr(np, _DTYPES[case.precision])
@@ -41,7 +42,7 @@ def make_operands(np: Any, case: GemmCase, seed: int) -> tuple[Any, Any]:
 
     def operand(rows: int, cols: int, trans: str) -> Any:
         shape = (*lead, cols, rows) if trans == "T" else (*lead, rows, cols)
-        stored = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+        stored = numpy_operand(np, rng, shape, dtype, inputs)
         return np.swapaxes(stored, -1, -2) if trans == "T" else stored
 
     return operand(case.m, case.k, case.transa), operand(case.k, case.n, case.transb)

@@ -17,6 +17,7 @@ from typing import Any
 
 from stack.blas.cases import GemmCase
 from stack.blas.devices import Device
+from stack.blas.inputs import NORMAL, torch_operand
 
 _DTYPES = {
     "fp64": "float64",
@@ -144,21 +145,16 @@ def make_operands(
     transa: str,
     transb: str,
     generator: Any,
+    inputs: str = NORMAL,
 ) -> Operands:
-    """Random inputs of the case's precision and layout (never zeros: they run faster)."""
+    """Inputs of the case's precision and layout, drawn as ``inputs`` says (stack.blas.inputs)."""
     target = torch.device(device.label)
     dtype = input_dtype(torch, device, case.precision)
     lead = (case.batch,) if case.batch > 1 else ()
 
     def operand(rows: int, cols: int, trans: str) -> Any:
         shape = (*lead, cols, rows) if trans == "T" else (*lead, rows, cols)
-        if case.precision == "int8":
-            stored = torch.randint(
-                -128, 128, shape, generator=generator, device=target, dtype=torch.int8
-            )
-        else:
-            stored = torch.randn(shape, generator=generator, device=target, dtype=torch.float32)
-            stored = stored.to(dtype)
+        stored = torch_operand(torch, shape, dtype, inputs, generator, target)
         return stored.transpose(-1, -2) if trans == "T" else stored
 
     a = operand(case.m, case.k, transa)

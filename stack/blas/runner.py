@@ -15,6 +15,7 @@ from typing import Any
 from stack.blas import blas_tools, claims, families, gemm, telemetry
 from stack.blas.bench import Bench
 from stack.blas.cases import GemmCase, gemm_cases
+from stack.blas.inputs import NORMAL, describe
 from stack.blas.records import describe_case, flags_for, measurements_for, summary_row
 from stack.blas.results import FAILED_CHECK, OK, SKIPPED, UNSUPPORTED, CaseResult
 from stack.blas.setup import SamplerKey, fingerprint, setup_backend
@@ -233,6 +234,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                 "min_sample_s": settings.min_sample_s,
             },
             "cold_cache": bool(params.get("cold_cache")),
+            "inputs": describe(params.get("inputs", NORMAL)),
             "check": (
                 "element-wise against a float64 reference from the same inputs, error scaled by "
                 "|row of A| * |column of B|, tolerance per precision (stack/blas/precisions.py)"

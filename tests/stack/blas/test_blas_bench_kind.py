@@ -149,10 +149,10 @@ def test_a_numpy_case_that_raises_is_an_error_of_that_case_only(ctx, monkeypatch
 
     make_operands = gemm_numpy.make_operands
 
-    def broken_at_48(np, case, seed):
+    def broken_at_48(np, case, seed, inputs):
         if case.m == 48:
             raise ValueError("no operands today")
-        return make_operands(np, case, seed)
+        return make_operands(np, case, seed, inputs)
 
     monkeypatch.setattr(gemm_numpy, "make_operands", broken_at_48)
     result, doc = run_job(
