@@ -32,18 +32,22 @@ JSON
         echo "== $name"
         python3 -m stack run blas-bench --params "$scratch/$name.json" --out "$scratch/$name" \
             >"$scratch/$name.log" 2>&1 || { tail -20 "$scratch/$name.log"; }
-        cp "$scratch/$name/result.json" "$OUT/inputs-$name.json"
+        cp "$scratch/$name/result.json" "$scratch/inputs-$name.json"
     done
 done
 
-python3 - "$OUT" <<'PY'
+python3 - "$scratch" "$OUT" <<'PY'
 import glob, json, statistics, sys
-out = sys.argv[1]
+scratch, out = sys.argv[1], sys.argv[2]
 rates: dict = {}
-for path in sorted(glob.glob(f"{out}/inputs-*.json")):
+runs = []
+for path in sorted(glob.glob(f"{scratch}/inputs-*.json")):
     doc = json.load(open(path))
+    runs.append({"file": path.rsplit("/", 1)[-1], "status": doc["status"], "error": doc["error"],
+                 "throughput": [m for m in doc["measurements"] if m["metric"] == "throughput"],
+                 "tables": doc["summary"].get("tables", {}).get("gemm")})
     for m in doc["measurements"]:
-        if m["metric"] in ("tflops", "tops") or m["unit"] in ("TFLOP/s", "TOPS"):
+        if m["metric"] == "throughput":
             key = (m["case"]["precision"], m["case"]["inputs"])
             rates.setdefault(key, []).append(m["value"])
 table = {}
@@ -54,6 +58,6 @@ for precision, row in table.items():
     cells = [f"{k} {v:.1f}" + (f" ({(v / normal - 1) * 100:+.1f} %)" if normal and k != "normal" else "")
              for k, v in row.items()]
     print(f"{precision:5}", " | ".join(cells))
-json.dump({p: r for p, r in table.items()}, open(f"{out}/inputs-summary.json", "w"), indent=2)
+json.dump({"median_rate": table, "runs": runs}, open(f"{out}/inputs.json", "w"), indent=1)
 PY
 ls -la "$OUT"
