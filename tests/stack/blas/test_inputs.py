@@ -99,3 +99,13 @@ print(json.dumps(out))
     assert got["fp64_dtype"] == "torch.float64" and got["fp64_low_bits_used"] > 0.99
     assert got["bf16_zeros"]
     assert got["int8_small"] == list(range(-4, 5))
+
+
+def test_the_report_says_what_data_was_fed_and_that_it_matters(ctx):
+    from stack.blas.report import render
+
+    params = fast_params(backends=["numpy"], families=["gemm"], precisions=["fp32"], sizes=[32])
+    result = get_kind("blas-bench").load_runner()(params, ctx)
+    text = render({"status": result.status, "error": result.error, "summary": result.summary})
+    assert "GEMM inputs: normal: standard normal" in text
+    assert "Throughput depends on the data" in text
