@@ -107,3 +107,22 @@ def ensure_roadmap(project) -> list[Phase]:
             ignore_conflicts=True,
         )
     return [phases[n] for n in sorted(phases)]
+
+
+def current_phases(project_ids: list[int]) -> dict[int, int | None]:
+    """Each project's current phase, from the dates the gates wrote (one query): the
+    highest phase started and not done; 5 when all four are done; None when the roadmap
+    was never opened."""
+    found: dict[int, int | None] = dict.fromkeys(project_ids)
+    done: dict[int, set[int]] = {}
+    for project_id, number, start, end in Phase.objects.filter(
+        project_id__in=project_ids
+    ).values_list("project_id", "number", "actual_start", "actual_end"):
+        if end is not None:
+            done.setdefault(project_id, set()).add(number)
+        elif start is not None:
+            found[project_id] = max(found[project_id] or 0, number)
+    for project_id, numbers in done.items():
+        if found[project_id] is None:
+            found[project_id] = 5 if numbers >= {1, 2, 3, 4} else max(numbers) + 1
+    return found

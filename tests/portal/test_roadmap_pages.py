@@ -144,3 +144,19 @@ def test_the_report_renders_as_html_markdown_and_a_pdf_with_its_sections(setup):
     assert api.status_code == 200 and api.content.decode().startswith(
         "# Adoption roadmap: solver port"
     )
+
+
+def test_the_project_list_says_which_phase_each_project_is_in(setup):
+    project, clients = setup
+    html = clients["member"].get("/projects/").content.decode()
+    assert f'data-phase-of="{project.pk}"' in html and "not opened" in html
+    clients["member"].get(f"/projects/{project.pk}/roadmap/")  # phase 1 starts when first seen
+    html = clients["member"].get("/projects/").content.decode()
+    assert "phase 1: Assessment &amp; planning" in html
+
+
+def test_the_project_home_shows_the_phases_and_the_next_actions(setup):
+    project, clients = setup
+    html = clients["member"].get(f"/projects/{project.pk}/").content.decode()
+    assert 'id="roadmap-summary"' in html and "Next actions in phase 1" in html
+    assert 'data-next="scan_of_current_code"' in html
