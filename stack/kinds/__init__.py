@@ -14,6 +14,7 @@ from typing import Any
 
 from stack.kinds import (
     blas_bench,
+    collective_bench,
     compile_check,
     hipify_convert,
     hipify_scan,
@@ -44,6 +45,7 @@ _MODULES = (
     hipify_convert,
     compile_check,
     profile,
+    collective_bench,
 )
 
 KINDS: dict[str, Kind] = {module.KIND.name: module.KIND for module in _MODULES}
