@@ -35,6 +35,9 @@ class Schedule(models.Model):
         "jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     last_error = models.TextField(blank=True)
+    # Submissions refused in a row (0 after one that made a job): the schedule keeps firing
+    # whatever this says; alerts and the page read it (jobs.services.schedules).
+    consecutive_failures = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,

@@ -3,7 +3,8 @@
 submit (validate, create, enqueue) → cancel → run (claim, execute, stream events) →
 ingest (conclude: result.json, artifacts, the final status) → environments (the rows a
 result's fingerprint is kept in) → recovery (reap what is stuck) and dispatch (queue what
-the broker lost or never had); paths says where a job's files live. The public names
+the broker lost or never had); schedules (fire the due ones through submit); paths says
+where a job's files live. The public names
 are re-exported here, so that callers write ``services.submit_job(...)``. A test that
 replaces a name replaces it where it is looked up: in its module
 (``jobs.services.submit.enqueue``), not here.
@@ -19,7 +20,9 @@ from jobs.services.run import DatabaseHooks, events_after, execute_job
 from jobs.services.submit import (
     BROKER_DOWN_NOTE,
     RUN_TASK,
+    Submission,
     SubmissionError,
+    check_submission,
     enqueue,
     image_for,
     queue_for,
@@ -34,11 +37,13 @@ __all__ = [
     "RUN_TASK",
     "DatabaseHooks",
     "Gathered",
+    "Submission",
     "SubmissionError",
     "artifact_dir",
     "artifact_file",
     "cache_dir_for",
     "cancel_job",
+    "check_submission",
     "conclude",
     "dispatch_jobs",
     "enqueue",
