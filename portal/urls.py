@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal import views
+from portal import schedules, views
 
 app_name = "portal"
 
@@ -25,5 +25,11 @@ urlpatterns = [
         views.source_file,
         name="source-file",
     ),
+    path("schedules/", schedules.schedule_list, name="schedules"),
+    path("schedules/new/", schedules.schedule_new, name="schedule-new"),
+    path("schedules/<int:pk>/", schedules.schedule_detail, name="schedule-detail"),
+    path("schedules/<int:pk>/edit/", schedules.schedule_edit, name="schedule-edit"),
+    path("schedules/<int:pk>/toggle/", schedules.schedule_toggle, name="schedule-toggle"),
+    path("schedules/<int:pk>/delete/", schedules.schedule_delete, name="schedule-delete"),
     path("account/token/", views.api_token, name="api-token"),
 ]

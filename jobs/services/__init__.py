@@ -17,6 +17,7 @@ from jobs.services.ingest import Gathered, conclude, gather, ingest_result
 from jobs.services.paths import artifact_dir, artifact_file, cache_dir_for, job_dir
 from jobs.services.recovery import reap_stuck_jobs, recover_worker_jobs, sweep_containers
 from jobs.services.run import DatabaseHooks, events_after, execute_job
+from jobs.services.schedules import fire_due_schedules, save_schedule, stopped_schedules
 from jobs.services.submit import (
     BROKER_DOWN_NOTE,
     RUN_TASK,
@@ -51,6 +52,7 @@ __all__ = [
     "environment_identity",
     "events_after",
     "execute_job",
+    "fire_due_schedules",
     "gather",
     "image_for",
     "ingest_result",
@@ -61,6 +63,8 @@ __all__ = [
     "recover_worker_jobs",
     "rerun_job",
     "revoke",
+    "save_schedule",
+    "stopped_schedules",
     "submit_job",
     "sweep_containers",
     "validate_hardware",
