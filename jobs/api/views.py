@@ -412,9 +412,11 @@ class ScheduleViewSet(viewsets.ModelViewSet):
         data = form.validated_data
         errors: dict[str, list[str]] = {}
         if "team" in data:
-            schedule.team = teams_for(request.user).filter(slug=data["team"]).first()
-            if schedule.team is None:
+            team = teams_for(request.user).filter(slug=data["team"]).first()
+            if team is None:
                 errors["team"] = [f"No team {data['team']!r} among yours."]
+            else:
+                schedule.team = team
         if data.get("project") is not None:
             schedule.project = projects_for(request.user).filter(pk=data["project"]).first()
             if schedule.project is None:
