@@ -1,7 +1,8 @@
 """The schedules pages: list, create, edit, enable or disable, delete, and each one's jobs.
 
 What a schedule may be is jobs.services.schedules' to say (save_schedule); these views
-collect the input and show times in the schedule's own zone, as its cron reads them.
+collect the input; the templates show times in the schedule's own zone (the tz filter),
+as its cron reads them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from jobs import services
 from jobs.access import jobs_for
 from jobs.api.errors import bound_errors
 from jobs.models import Schedule
-from jobs.services.schedules import local_time, time_zones
+from jobs.services.schedules import time_zones
 from portal.forms import ScheduleForm
 from teams.access import can_write, projects_for, team_ids, writable_team_ids
 from teams.models import Team
@@ -36,16 +37,9 @@ def _schedule(request: HttpRequest, pk: int) -> Schedule:
     return get_object_or_404(_schedules(request), pk=pk)
 
 
-def _shown(schedule: Schedule) -> Schedule:
-    """The schedule with its times in its own zone, as the templates show them."""
-    schedule.next_local = local_time(schedule, schedule.next_run_at)
-    schedule.last_local = local_time(schedule, schedule.last_run_at)
-    return schedule
-
-
 @login_required
 def schedule_list(request: HttpRequest) -> HttpResponse:
-    schedules = [_shown(s) for s in _schedules(request)]
+    schedules = list(_schedules(request))
     stopped = {s.schedule.pk: s for s in services.stopped_schedules(_schedules(request))}
     for schedule in schedules:
         schedule.stopped = stopped.get(schedule.pk)
@@ -58,7 +52,7 @@ def schedule_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    schedule = _shown(_schedule(request, pk))
+    schedule = _schedule(request, pk)
     stopped = services.stopped_schedules(Schedule.objects.filter(pk=schedule.pk))
     return render(
         request,
