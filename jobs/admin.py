@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin
 
 from jobs.models import Artifact, Environment, GpuLease, Job, JobEvent, Measurement, Schedule
+from jobs.models.schedule import EDITABLE_FIELDS
 from jobs.services.schedules import check_schedule, plan
 from jobs.services.submit import SubmissionError
 
@@ -112,19 +113,7 @@ class ScheduleAdminForm(forms.ModelForm):
 
     class Meta:
         model = Schedule
-        fields = [
-            "name",
-            "team",
-            "project",
-            "kind",
-            "params",
-            "hardware",
-            "timeout_s",
-            "cron",
-            "time_zone",
-            "enabled",
-            "created_by",
-        ]
+        fields = [*EDITABLE_FIELDS, "created_by"]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -19,6 +19,7 @@ from jobs import services
 from jobs.access import jobs_for
 from jobs.api.errors import bound_errors
 from jobs.models import Schedule
+from jobs.models.schedule import EDITABLE_FIELDS
 from jobs.services.schedules import time_zones
 from portal.forms import ScheduleForm
 from teams.access import can_write, projects_for, team_ids, writable_team_ids
@@ -73,39 +74,33 @@ def schedule_new(request: HttpRequest) -> HttpResponse:
     return _edit(request, Schedule())
 
 
+def _writable(request: HttpRequest, pk: int) -> Schedule | HttpResponse:
+    """The schedule, or (for a viewer) the way back to its page, saying why."""
+    schedule = _schedule(request, pk)
+    if can_write(request.user, schedule.team_id):
+        return schedule
+    messages.error(request, "Viewers cannot change or delete schedules.")
+    return redirect("portal:schedule-detail", pk=pk)
+
+
 @login_required
 def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    schedule = _schedule(request, pk)
-    if not can_write(request.user, schedule.team_id):
-        messages.error(request, "Viewers cannot change schedules.")
-        return redirect("portal:schedule-detail", pk=pk)
-    return _edit(request, schedule)
+    schedule = _writable(request, pk)
+    return _edit(request, schedule) if isinstance(schedule, Schedule) else schedule
 
 
 def _edit(request: HttpRequest, schedule: Schedule) -> HttpResponse:
     teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
     projects = projects_for(request.user).filter(team__in=teams)
-    initial = {}
+    initial = {field: getattr(schedule, field) for field in EDITABLE_FIELDS} if schedule.pk else {}
     if schedule.pk:
-        initial = {
-            "name": schedule.name,
-            "team": schedule.team,
-            "project": schedule.project,
-            "kind": schedule.kind,
-            "params": json.dumps(schedule.params, indent=2),
-            "hardware": json.dumps(schedule.hardware),
-            "timeout_s": schedule.timeout_s,
-            "cron": schedule.cron,
-            "time_zone": schedule.time_zone,
-            "enabled": schedule.enabled,
-        }
+        initial["params"] = json.dumps(schedule.params, indent=2)
+        initial["hardware"] = json.dumps(schedule.hardware)
     form = ScheduleForm(request.POST or None, teams=teams, projects=projects, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        for field in ("name", "team", "project", "kind", "params", "hardware", "timeout_s"):
+        for field in EDITABLE_FIELDS:
             setattr(schedule, field, data.get(field))
-        schedule.cron, schedule.time_zone = data["cron"].strip(), data["time_zone"].strip()
-        schedule.enabled = data["enabled"]
         created = schedule.pk is None
         try:
             services.save_schedule(schedule, user=request.user)
@@ -130,10 +125,9 @@ def _edit(request: HttpRequest, schedule: Schedule) -> HttpResponse:
 def schedule_toggle(request: HttpRequest, pk: int) -> HttpResponse:
     """Enable or disable: enabling plans the next run from now, so what a disabled
     schedule missed is not fired."""
-    schedule = _schedule(request, pk)
-    if not can_write(request.user, schedule.team_id):
-        messages.error(request, "Viewers cannot change schedules.")
-        return redirect("portal:schedule-detail", pk=pk)
+    schedule = _writable(request, pk)
+    if not isinstance(schedule, Schedule):
+        return schedule
     schedule.enabled = request.POST.get("enabled") == "1"
     try:
         services.save_schedule(schedule, user=request.user)
@@ -149,10 +143,9 @@ def schedule_toggle(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def schedule_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    schedule = _schedule(request, pk)
-    if not can_write(request.user, schedule.team_id):
-        messages.error(request, "Viewers cannot delete schedules.")
-        return redirect("portal:schedule-detail", pk=pk)
+    schedule = _writable(request, pk)
+    if not isinstance(schedule, Schedule):
+        return schedule
     schedule.delete()
     messages.success(request, f"Schedule {schedule.name} deleted; its jobs are kept.")
     return redirect("portal:schedules")

@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from jobs.models import Artifact, Environment, Job, JobEvent, Measurement, Schedule
+from jobs.models.schedule import EDITABLE_FIELDS
 from jobs.services.schedules import local_time
 
 
@@ -178,16 +179,7 @@ class ScheduleSerializer(serializers.ModelSerializer):
         model = Schedule
         fields = [
             "id",
-            "name",
-            "team",
-            "project",
-            "kind",
-            "params",
-            "hardware",
-            "timeout_s",
-            "cron",
-            "time_zone",
-            "enabled",
+            *EDITABLE_FIELDS,
             "next_run_at",
             "next_run_local",
             "last_run_at",

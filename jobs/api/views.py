@@ -39,6 +39,7 @@ from jobs.api.serializers import (
 )
 from jobs.choices import JobStatus, LaunchType
 from jobs.models import Artifact, Environment, IllegalTransition, Job, Schedule
+from jobs.models.schedule import EDITABLE_FIELDS
 from stack.kinds import KINDS
 from stack.kinds.probe import KIND as PROBE
 from teams.access import can_write, projects_for, team_ids, teams_for
@@ -425,17 +426,8 @@ class ScheduleViewSet(viewsets.ModelViewSet):
             schedule.project = None
         if errors:
             raise ValidationError(errors)
-        for field in (
-            "name",
-            "kind",
-            "params",
-            "hardware",
-            "timeout_s",
-            "cron",
-            "time_zone",
-            "enabled",
-        ):
-            if field in data:
+        for field in EDITABLE_FIELDS:
+            if field in data and field not in ("team", "project"):  # looked up above
                 setattr(schedule, field, data[field])
         try:
             return services.save_schedule(schedule, user=request.user)

@@ -11,6 +11,20 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+# What a person writes (page, API, admin); the rest is the beat's to keep.
+EDITABLE_FIELDS = (
+    "name",
+    "team",
+    "project",
+    "kind",
+    "params",
+    "hardware",
+    "timeout_s",
+    "cron",
+    "time_zone",
+    "enabled",
+)
+
 
 class Schedule(models.Model):
     name = models.CharField(max_length=200)

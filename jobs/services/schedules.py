@@ -139,6 +139,18 @@ def plan(schedule: Schedule, now: datetime | None = None) -> None:
     )
 
 
+def job_of(schedule: Schedule) -> dict[str, Any]:
+    """The submission a schedule stands for, as check_submission and submit_job take it."""
+    return {
+        "kind": schedule.kind,
+        "params": schedule.params,
+        "team": schedule.team if schedule.team_id else None,
+        "project": schedule.project,
+        "hardware": schedule.hardware,
+        "timeout_s": schedule.timeout_s,
+    }
+
+
 def check_schedule(schedule: Schedule, user: Any) -> Submission:
     """The checks a schedule passes before it is saved: its timing, and its job as
     ``user`` would submit it now. Raises SubmissionError naming every field's problem."""
@@ -147,15 +159,7 @@ def check_schedule(schedule: Schedule, user: Any) -> Submission:
         errors["name"] = ["Give the schedule a name."]
     checked = None
     try:
-        checked = check_submission(
-            user=user,
-            kind=schedule.kind,
-            params=schedule.params,
-            team=schedule.team if schedule.team_id else None,
-            project=schedule.project,
-            hardware=schedule.hardware,
-            timeout_s=schedule.timeout_s,
-        )
+        checked = check_submission(user=user, **job_of(schedule))
     except SubmissionError as exc:
         errors = {**exc.errors, **errors}
     if errors:
@@ -236,12 +240,7 @@ def fire_schedule(schedule: Schedule, now: datetime | None = None) -> Fired | No
                 with transaction.atomic():  # a failure here leaves the claim standing
                     job = submit_job(
                         user=owner,
-                        kind=schedule.kind,
-                        params=schedule.params,
-                        team=schedule.team,
-                        project=schedule.project,
-                        hardware=schedule.hardware,
-                        timeout_s=schedule.timeout_s,
+                        **job_of(schedule),
                         launch_type=LaunchType.SCHEDULED,
                         schedule=schedule,
                     )
