@@ -32,14 +32,49 @@ class JobSubmitForm(forms.Form):
             self.fields["team"].initial = teams[0]
 
     def clean_params(self) -> dict:
-        raw = self.cleaned_data.get("params") or "{}"
-        try:
-            value = loads_bounded(raw, what="The parameters")
-        except JSONLimitError as exc:
-            raise forms.ValidationError(str(exc)) from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError("Parameters must be a JSON object.")
-        return value
+        return _json_object(self.cleaned_data.get("params"), "The parameters")
+
+
+def _json_object(raw: str | None, what: str) -> dict:
+    try:
+        value = loads_bounded(raw or "{}", what=what)
+    except JSONLimitError as exc:
+        raise forms.ValidationError(str(exc)) from None
+    if not isinstance(value, dict):
+        raise forms.ValidationError(f"{what} must be a JSON object.")
+    return value
+
+
+class ScheduleForm(JobSubmitForm):
+    """A job to submit on a cron expression: the submit form's fields and the timing.
+    jobs.services.schedules decides what is valid (the expression, the zone, the job)."""
+
+    name = forms.CharField(max_length=200)
+    hardware = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
+        required=False,
+        initial="{}",
+        help_text='JSON object, e.g. {"gpu_vendor": "amd", "gpu_count": 1}',
+    )
+    cron = forms.CharField(
+        max_length=200,
+        label="Cron expression",
+        help_text="five fields: minute hour day-of-month month day-of-week; "
+        "'0 3 * * *' is 03:00 every day",
+        widget=forms.TextInput(attrs={"spellcheck": "false", "placeholder": "0 3 * * *"}),
+    )
+    time_zone = forms.CharField(
+        max_length=64,
+        initial="UTC",
+        help_text="IANA name, e.g. Europe/Berlin: the cron's times are this zone's clock",
+        widget=forms.TextInput(attrs={"list": "time-zones", "spellcheck": "false"}),
+    )
+    enabled = forms.BooleanField(required=False, initial=True)
+
+    field_order = ["name", "team", "project", "kind", "params", "hardware", "timeout_s"]
+
+    def clean_hardware(self) -> dict:
+        return _json_object(self.cleaned_data.get("hardware"), "The hardware request")
 
 
 class ProjectForm(forms.ModelForm):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal import roadmap, views
+from portal import roadmap, schedules, views
 
 app_name = "portal"
 
@@ -51,5 +51,11 @@ urlpatterns = [
         roadmap.roadmap_report,
         name="roadmap-report-as",
     ),
+    path("schedules/", schedules.schedule_list, name="schedules"),
+    path("schedules/new/", schedules.schedule_new, name="schedule-new"),
+    path("schedules/<int:pk>/", schedules.schedule_detail, name="schedule-detail"),
+    path("schedules/<int:pk>/edit/", schedules.schedule_edit, name="schedule-edit"),
+    path("schedules/<int:pk>/toggle/", schedules.schedule_toggle, name="schedule-toggle"),
+    path("schedules/<int:pk>/delete/", schedules.schedule_delete, name="schedule-delete"),
     path("account/token/", views.api_token, name="api-token"),
 ]

@@ -406,6 +406,11 @@ ROCPATH_CONTROL_QUEUE = (
 # Above the longest retry pause (60 s), whose message a worker holds until it is due.
 ROCPATH_DISPATCH_INTERVAL_S = env_int("ROCPATH_DISPATCH_INTERVAL_S", 10, minimum=1)
 ROCPATH_REDISPATCH_AFTER_S = env_int("ROCPATH_REDISPATCH_AFTER_S", 120, minimum=61)
+# Every ROCPATH_SCHEDULE_INTERVAL_S the beat fires the schedules that are due (a job may
+# start that much after its cron time); one due longer ago than ROCPATH_SCHEDULE_LATE_S
+# counts as stopped (nothing fires it: docs/schedules.md).
+ROCPATH_SCHEDULE_INTERVAL_S = env_int("ROCPATH_SCHEDULE_INTERVAL_S", 15, minimum=1)
+ROCPATH_SCHEDULE_LATE_S = env_int("ROCPATH_SCHEDULE_LATE_S", 300, minimum=60)
 _CONTROL = {"queue": ROCPATH_CONTROL_QUEUE}
 # The periodic tasks, each routed to the control queue (beat sends them there too).
 CELERY_BEAT_SCHEDULE = {
@@ -414,6 +419,7 @@ CELERY_BEAT_SCHEDULE = {
         ("reap-stuck-jobs", "jobs.reap_stuck_jobs", ROCPATH_REAPER_INTERVAL_S),
         ("reap-source-staging", "teams.reap_source_staging", ROCPATH_SOURCE_REAPER_INTERVAL_S),
         ("dispatch-jobs", "jobs.dispatch_jobs", ROCPATH_DISPATCH_INTERVAL_S),
+        ("fire-schedules", "jobs.fire_schedules", ROCPATH_SCHEDULE_INTERVAL_S),
     )
 }
 CELERY_TASK_ROUTES = {entry["task"]: _CONTROL for entry in CELERY_BEAT_SCHEDULE.values()}

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -28,11 +33,15 @@ from jobs.api.serializers import (
     JobSubmitSerializer,
     KindSerializer,
     MeasurementSerializer,
+    ScheduleSerializer,
+    ScheduleWriteSerializer,
     TokenSerializer,
 )
 from jobs.choices import JobStatus, LaunchType
-from jobs.models import Artifact, Environment, IllegalTransition, Job
+from jobs.models import Artifact, Environment, IllegalTransition, Job, Schedule
+from jobs.models.schedule import EDITABLE_FIELDS
 from stack.kinds import KINDS
+from stack.kinds.probe import KIND as PROBE
 from teams.access import can_write, projects_for, team_ids, teams_for
 from teams.models import SourceSnapshot
 
@@ -286,3 +295,141 @@ class TokenRotateView(APIView):
             {"token": token.key, "created": token.created, "expires_at": token_expires_at(token)},
             status=status.HTTP_201_CREATED,
         )
+
+
+PROBE_KIND = PROBE.name
+_SCHEDULE_EXAMPLE = {
+    "name": "nightly probe",
+    "team": "gpu-platform",
+    "kind": PROBE_KIND,
+    "params": {},
+    "cron": "0 3 * * *",
+    "time_zone": "Europe/Berlin",
+    "enabled": True,
+}
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List schedules",
+        description="The schedules of your teams, by name: each with its next run (UTC and "
+        "in its own time zone), its last run, job and error.",
+        parameters=[OpenApiParameter("team", str, description="team slug")],
+    ),
+    retrieve=extend_schema(
+        summary="Read a schedule",
+        description="One schedule of your teams; another team's answers 404.",
+    ),
+    create=extend_schema(
+        summary="Create a schedule",
+        description="A job to submit on a cron expression (five fields) in an IANA time zone. "
+        "The expression, the zone and the job (kind, params, hardware, timeout, team access) "
+        "are checked now, as a submission would be, and a 400 names each bad field. Its jobs "
+        "are submitted with launch type `scheduled`, as whoever saved the schedule last. A "
+        "run missed while nothing fired schedules is fired once, not once per window "
+        "(docs/schedules.md).",
+        request=ScheduleWriteSerializer,
+        responses={201: ScheduleSerializer},
+        examples=[
+            OpenApiExample("Every day at 03:00 Berlin time", value=_SCHEDULE_EXAMPLE),
+            OpenApiExample(
+                "A bad expression",
+                value={"cron": ["Bad hour field in '0 25 * * *'."]},
+                response_only=True,
+                status_codes=["400"],
+            ),
+        ],
+    ),
+    update=extend_schema(
+        summary="Replace a schedule",
+        description="Every field again; the next run is planned afresh from now.",
+        request=ScheduleWriteSerializer,
+        responses={200: ScheduleSerializer},
+        examples=[
+            OpenApiExample(
+                "Weekdays at 06:30", value={**_SCHEDULE_EXAMPLE, "cron": "30 6 * * MON-FRI"}
+            )
+        ],
+    ),
+    partial_update=extend_schema(
+        summary="Change a schedule",
+        description='Only the fields sent, e.g. `{"enabled": false}` to stop it firing; '
+        "enabling plans the next run from now (runs missed while disabled are not fired).",
+        request=ScheduleWriteSerializer,
+        responses={200: ScheduleSerializer},
+        examples=[OpenApiExample("Disable", value={"enabled": False})],
+    ),
+    destroy=extend_schema(
+        summary="Delete a schedule",
+        description="It fires no more; the jobs it made are kept (their `schedule` is cleared).",
+    ),
+)
+class ScheduleViewSet(viewsets.ModelViewSet):
+    serializer_class = ScheduleSerializer
+
+    def get_queryset(self):
+        queryset = Schedule.objects.filter(team_id__in=team_ids(self.request.user)).select_related(
+            "team", "created_by"
+        )
+        if self.action == "list" and (slug := self.request.query_params.get("team")):
+            queryset = queryset.filter(team__slug=slug)
+        return queryset
+
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        schedule = self._save(request, Schedule(), partial=False)
+        body = ScheduleSerializer(schedule).data
+        return Response(
+            body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["self"]}
+        )
+
+    def update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        schedule = self.get_object()
+        if not can_write(request.user, schedule.team_id):
+            return Response({"detail": "Viewers cannot change schedules."}, status=403)
+        schedule = self._save(request, schedule, partial=kwargs.get("partial", False))
+        return Response(ScheduleSerializer(schedule).data)
+
+    def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        schedule = self.get_object()
+        if not can_write(request.user, schedule.team_id):
+            return Response({"detail": "Viewers cannot delete schedules."}, status=403)
+        schedule.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        summary="A schedule's jobs",
+        description="The jobs the schedule made, newest first (paged).",
+        responses=JobSerializer(many=True),
+    )
+    @action(detail=True, methods=["get"])
+    def jobs(self, request: Request, pk: str | None = None) -> Response:
+        schedule = self.get_object()
+        page = self.paginate_queryset(jobs_for(request.user).filter(schedule=schedule))
+        return self.get_paginated_response(JobSerializer(page, many=True).data)
+
+    def _save(self, request: Request, schedule: Schedule, *, partial: bool) -> Schedule:
+        form = ScheduleWriteSerializer(data=request.data, partial=partial)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        errors: dict[str, list[str]] = {}
+        if "team" in data:
+            team = teams_for(request.user).filter(slug=data["team"]).first()
+            if team is None:
+                errors["team"] = [f"No team {data['team']!r} among yours."]
+            else:
+                schedule.team = team
+        if data.get("project") is not None:
+            schedule.project = projects_for(request.user).filter(pk=data["project"]).first()
+            if schedule.project is None:
+                errors["project"] = [f"No project {data['project']} among your teams'."]
+        elif "project" in data:
+            schedule.project = None
+        if errors:
+            raise ValidationError(errors)
+        for field in EDITABLE_FIELDS:
+            if field in data and field not in ("team", "project"):  # looked up above
+                setattr(schedule, field, data[field])
+        try:
+            return services.save_schedule(schedule, user=request.user)
+        except services.SubmissionError as exc:
+            raise ValidationError(exc.errors) from exc

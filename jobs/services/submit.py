@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from django.db import transaction
 from config.celery import queue_task
 from jobs import routing
 from jobs.choices import JobStatus, LaunchType
-from jobs.models import Job
+from jobs.models import Job, Schedule
 from jobs.param_caps import param_cap_errors
 from stack.kinds import KINDS, ParamsError, validate_params
 from teams.access import writable_team_ids
@@ -34,7 +35,21 @@ class SubmissionError(Exception):
         self.errors = errors
 
 
-def submit_job(
+@dataclass(frozen=True)
+class Submission:
+    """A submission that passed every check: what the job row is made of."""
+
+    kind: Any  # the kind's spec (stack.kinds)
+    team: Team
+    project: AdoptionProject | None
+    params: dict
+    source: SourceSnapshot | None
+    hardware: dict
+    timeout_s: int
+    image: str
+
+
+def check_submission(
     *,
     user: Any,
     kind: str,
@@ -43,12 +58,11 @@ def submit_job(
     project: AdoptionProject | None = None,
     hardware: dict | None = None,
     timeout_s: int | None = None,
-    launch_type: str = LaunchType.MANUAL,
-    rerun_of: Job | None = None,
     image: str = "",
     source: SourceSnapshot | None = None,
-) -> Job:
-    """Validate and create a job; it is queued once the surrounding transaction commits."""
+) -> Submission:
+    """Every check submit_job makes, without making the job: a schedule is checked this way
+    when it is saved, and its job again when it fires (access or caps may have changed)."""
     errors: dict[str, list[str]] = {}
     writable = writable_team_ids(user) if user is not None else None
     if project is None and source is not None:
@@ -97,21 +111,60 @@ def submit_job(
     if errors:
         raise SubmissionError(errors)
     assert spec is not None and team is not None
+    return Submission(
+        kind=spec,
+        team=team,
+        project=project,
+        params=clean_params,
+        source=source,
+        hardware=hardware or {},
+        timeout_s=min(timeout_s or spec.default_timeout_s, limit),
+        image=image or image_for(kind),
+    )
 
+
+def submit_job(
+    *,
+    user: Any,
+    kind: str,
+    params: dict | None = None,
+    team: Team | None = None,
+    project: AdoptionProject | None = None,
+    hardware: dict | None = None,
+    timeout_s: int | None = None,
+    launch_type: str = LaunchType.MANUAL,
+    rerun_of: Job | None = None,
+    image: str = "",
+    source: SourceSnapshot | None = None,
+    schedule: Schedule | None = None,
+) -> Job:
+    """Validate and create a job; it is queued once the surrounding transaction commits."""
+    checked = check_submission(
+        user=user,
+        kind=kind,
+        params=params,
+        team=team,
+        project=project,
+        hardware=hardware,
+        timeout_s=timeout_s,
+        image=image,
+        source=source,
+    )
     with transaction.atomic():
         job = Job.objects.create(
             kind=kind,
-            params=clean_params,
-            team=team,
-            project=project,
+            params=checked.params,
+            team=checked.team,
+            project=checked.project,
             created_by=user if getattr(user, "is_authenticated", False) else None,
-            requested_hardware=hardware or {},
+            requested_hardware=checked.hardware,
             executor=settings.ROCPATH_EXECUTOR,
-            image=image or image_for(kind),
+            image=checked.image,
             launch_type=launch_type,
             rerun_of=rerun_of,
-            source=source,
-            timeout_s=min(timeout_s or spec.default_timeout_s, limit),
+            schedule=schedule,
+            source=checked.source,
+            timeout_s=checked.timeout_s,
         )
         transaction.on_commit(lambda: enqueue(job))
     return job
