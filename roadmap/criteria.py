@@ -390,7 +390,7 @@ def nightly_green(f: Facts) -> Verdict:
         return Verdict(
             FAILED,
             f"No scheduled job in the last {days} days.",
-            fix=Link("Create a schedule", reverse("portal:job-submit")),
+            fix=Link("Create a schedule", reverse("portal:schedule-new")),
         )
     bad = [j for j in scheduled if j.status != JobStatus.SUCCEEDED]
     green_days = {j.created_at.date() for j in scheduled if j.status == JobStatus.SUCCEEDED}
