@@ -87,6 +87,8 @@ from results.alert_models import (  # noqa: E402
     AlertSettings,
     Delivery,
     DeliveryAttempt,
+    DeliveryChannel,
+    DeliveryStatus,
 )
 
 __all__ = [
@@ -96,6 +98,8 @@ __all__ = [
     "Baseline",
     "Delivery",
     "DeliveryAttempt",
+    "DeliveryChannel",
+    "DeliveryStatus",
     "Verdict",
     "VerdictKind",
 ]
