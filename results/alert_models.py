@@ -19,6 +19,12 @@ class AlertEvent(models.TextChoices):
     REGRESSION = "regression", "A regression against a baseline"
     SCHEDULED_JOB_FAILED = "scheduled_job_failed", "A scheduled job failed or errored"
     SCHEDULE_STALLED = "schedule_stalled", "A schedule stopped running"
+    # Sent from the alerts page whatever the events chosen, to check a receiver.
+    TEST = "test", "A test alert"
+
+
+# The events a project chooses among (a test alert is sent only when asked for).
+CHOSEN_EVENTS = [event for event in AlertEvent if event != AlertEvent.TEST]
 
 
 def new_secret() -> str:
@@ -121,3 +127,7 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"try {self.number} of delivery {self.delivery_id}: {self.status_code or self.error}"
+
+    @property
+    def duration_ms(self) -> int:
+        return round((self.finished_at - self.started_at).total_seconds() * 1000)

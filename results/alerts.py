@@ -43,6 +43,7 @@ from results.alert_models import (
     DeliveryAttempt,
     DeliveryChannel,
     DeliveryStatus,
+    new_secret,
 )
 from results.models import Verdict, VerdictKind
 from results.signals import regression_found
@@ -76,7 +77,9 @@ def notify(
         raise ValueError(f"unknown alert event {event!r}; one of {', '.join(AlertEvent.values)}")
     project_id = project if isinstance(project, int) else project.pk
     config = AlertSettings.objects.filter(project_id=project_id).first()
-    if config is None or not config.wants(event) or not (config.webhook_urls or config.emails):
+    if config is None or not (config.webhook_urls or config.emails):
+        return None
+    if event != AlertEvent.TEST and not config.wants(event):
         return None
     with transaction.atomic():
         fields = {"project_id": project_id, "event": event, "payload": payload}
@@ -113,6 +116,38 @@ def _body(alert: Alert, config: AlertSettings) -> str:
         sort_keys=True,
         separators=(",", ":"),
     )
+
+
+def save_settings(
+    project: AdoptionProject, *, webhook_urls: list[str], emails: list[str], events: list[str]
+) -> AlertSettings:
+    """Write a project's alert settings (validated by the caller: portal.alerts' form)."""
+    config, _ = AlertSettings.objects.update_or_create(
+        project=project,
+        defaults={
+            "webhook_urls": webhook_urls,
+            "emails": emails,
+            "events": [event for event in AlertEvent.values if event in events],
+            "updated_at": timezone.now(),
+        },
+    )
+    return config
+
+
+def rotate_secret(config: AlertSettings) -> str:
+    """A new signing secret; deliveries not yet tried are signed with it."""
+    config.secret = new_secret()
+    config.updated_at = timezone.now()
+    config.save(update_fields=["secret", "updated_at"])
+    return config.secret
+
+
+def send_test(config: AlertSettings) -> int:
+    """A test alert to every target; how many targets it went to."""
+    alert = notify(
+        config.project_id, AlertEvent.TEST, {"message": "a test alert from the alerts page"}
+    )
+    return alert.deliveries.count() if alert else 0
 
 
 def queue_again(delivery_id: int, wait_s: float) -> None:
