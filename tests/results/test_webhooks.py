@@ -240,3 +240,29 @@ def test_nobody_is_told_of_an_event_the_project_did_not_ask_for(alert_settings: 
 def test_an_unknown_event_is_an_error(alert_settings: Any) -> None:
     with pytest.raises(ValueError, match="unknown alert event"):
         alerts.notify(alert_settings.project, "anything", {})
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://localhost:9/hook",
+        "http://[::1]:9/hook",
+        "http://0x7f000001:9/hook",
+        "http://[::ffff:127.0.0.1]:9/hook",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.1.2.3/hook",
+        "http://0.0.0.0:9/hook",
+    ],
+)
+def test_internal_addresses_in_any_spelling_are_refused(url: str, settings: Any) -> None:
+    settings.ROCPATH_WEBHOOK_HOST_ALLOW = []
+    with pytest.raises(webhooks.WebhookRefused, match="ROCPATH_WEBHOOK_HOST_ALLOW"):
+        webhooks.resolve(url)
+
+
+def test_an_operator_allows_an_internal_network_or_host_by_name(settings: Any) -> None:
+    settings.ROCPATH_WEBHOOK_HOST_ALLOW = ["10.0.0.0/8", "localhost"]
+    assert webhooks.resolve("http://10.1.2.3/hook") == ("10.1.2.3", 80, "10.1.2.3")
+    assert webhooks.resolve("https://localhost/hook")[2] in ("127.0.0.1", "::1")
+    with pytest.raises(webhooks.WebhookRefused):
+        webhooks.resolve("http://192.168.1.1/hook")
