@@ -3,7 +3,7 @@
 A webhook URL makes the server open a connection of a project member's choosing, so it
 is held to the rules of git URLs (teams.gitintake): http or https only; the host is
 resolved and every address must be global unless the operator allows the host
-(ROCPATH_WEBHOOK_HOST_ALLOW, names or networks), and the connection goes to the address
+(ROCPATH_WEBHOOK_HOST_ALLOW, names or networks), and the connection goes to an address
 that was checked, so a second DNS answer cannot move it. Redirects are not followed.
 
 Signature (docs/alerts.md): ``X-Rocpath-Timestamp: <unix seconds>`` and
@@ -56,8 +56,8 @@ def check_url(url: str) -> None:
         raise WebhookRefused(f"{url[:200]!r}: not a valid port") from None
 
 
-def resolve(url: str) -> tuple[str, int, str]:
-    """(host, port, the checked address to connect to)."""
+def resolve(url: str) -> tuple[str, int, list[str]]:
+    """(host, port, the checked addresses to connect to, tried in this order)."""
     check_url(url)
     parts = urlsplit(url)
     host = parts.hostname or ""
@@ -74,7 +74,7 @@ def resolve(url: str) -> tuple[str, int, str]:
             )
     if not addresses:
         raise ConnectionError(f"the host {host} cannot be resolved")
-    return host, port, addresses[0]
+    return host, port, addresses
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -83,34 +83,46 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
     return f"{SIGNATURE_VERSION}={mac.hexdigest()}"
 
 
+def _connect(addresses: list[str], port: int, timeout: float) -> socket.socket:
+    """A connection to the first checked address that answers (never to a new DNS answer)."""
+    failure: OSError | None = None
+    for address in addresses:
+        try:
+            return socket.create_connection((address, port), timeout)
+        except OSError as exc:
+            failure = exc
+    assert failure is not None  # resolve() returns at least one address
+    raise failure
+
+
 class _PinnedHTTPS(http.client.HTTPSConnection):
     """HTTPS to a checked address, with the certificate checked against the host name."""
 
-    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
         super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
-        self._address = address
+        self._addresses = addresses
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
+        sock = _connect(self._addresses, self.port, self.timeout)
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
 
 
 class _PinnedHTTP(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
-        self._address = address
+        self._addresses = addresses
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = _connect(self._addresses, self.port, self.timeout)
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> Response:
     """One POST of ``body``; raises WebhookRefused (permanent) or OSError (passing)."""
-    host, port, address = resolve(url)
+    host, port, addresses = resolve(url)
     parts = urlsplit(url)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     kind = _PinnedHTTPS if parts.scheme == "https" else _PinnedHTTP
-    connection = kind(host, port, address, settings.ROCPATH_ALERT_TIMEOUT_S)
+    connection = kind(host, port, addresses, settings.ROCPATH_ALERT_TIMEOUT_S)
     try:
         connection.request(
             "POST",

@@ -6,12 +6,15 @@ the path, the headers, the raw body bytes and when it arrived.
 
 from __future__ import annotations
 
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 @dataclass
@@ -37,9 +40,42 @@ class Receiver:
         return self.requests
 
 
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for localhost and 127.0.0.1, and its key (openssl, as Debian ships it)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
 @contextmanager
-def receiver(*answers: int | tuple[int, dict[str, str]]) -> Iterator[Receiver]:
-    """Serve on a free port of 127.0.0.1; answer each POST with the next scripted status."""
+def receiver(
+    *answers: int | tuple[int, dict[str, str]], tls: tuple[Path, Path] | None = None
+) -> Iterator[Receiver]:
+    """Serve on a free port of 127.0.0.1; answer each POST with the next scripted status.
+
+    ``tls``: (certificate, key) to serve https as ``localhost`` instead of http.
+    """
     state = Receiver(url="", answers=[a if isinstance(a, tuple) else (a, {}) for a in answers])
     lock = threading.Lock()
 
@@ -63,7 +99,13 @@ def receiver(*answers: int | tuple[int, dict[str, str]]) -> Iterator[Receiver]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/rocpath?source=test"
+    port = server.server_address[1]
+    state.url = f"http://127.0.0.1:{port}/hooks/rocpath?source=test"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        state.url = f"https://localhost:{port}/hooks/rocpath?source=test"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
