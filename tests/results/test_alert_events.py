@@ -16,6 +16,7 @@ from results.models import Alert, AlertEvent, Delivery, DeliveryChannel, Verdict
 from results.signals import regression_found
 from stack.kinds import noop
 from tests.factories import make_job
+from tests.results.smtp import smtp_server
 
 pytestmark = pytest.mark.django_db
 
@@ -216,3 +217,18 @@ def test_a_mail_server_that_cannot_be_reached_is_tried_again(
     attempt = delivery.tries.get()
     assert "ConnectionRefusedError" in attempt.error
     assert attempt.will_retry
+
+
+def test_an_alert_is_mailed_over_smtp_to_a_real_server(alert_settings: Any, settings: Any) -> None:
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.DEFAULT_FROM_EMAIL = "rocpath@example.test"
+    with smtp_server() as server:
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+        alert = alerts.notify(alert_settings.project, AlertEvent.SCHEDULE_STALLED, {"late_s": 5})
+        delivery = alert.deliveries.get()
+        assert alerts.deliver(delivery.pk) is None
+    (message,) = server.messages
+    assert message.sender == "rocpath@example.test"
+    assert message.recipients == ["ops@example.test"]
+    assert b"Subject: [rocpath] Nightly GEMM: A schedule stopped running" in message.data
+    assert Delivery.objects.get(pk=delivery.pk).status == "delivered"
