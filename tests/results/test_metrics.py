@@ -118,9 +118,12 @@ def test_workers_leases_and_open_regressions(team: Any, scrape: Any) -> None:
         team,
         status=JobStatus.SUCCEEDED,
         worker="w3@gone",
+        created_at=now - timedelta(days=1),
         started_at=now - timedelta(days=1),
         heartbeat_at=now - timedelta(days=1),
     )
+    make_job(team, status=JobStatus.SUCCEEDED, worker="w4@quick", started_at=now)  # ran, ended
+    make_job(team, status=JobStatus.QUEUED)  # no worker yet
     GpuLease.objects.create(host="gpu-a", vendor="amd", index=0, job=running)
     GpuLease.objects.create(host="gpu-a", vendor="amd", index=1, job=running)
     for verdict, acknowledged in [
@@ -133,7 +136,7 @@ def test_workers_leases_and_open_regressions(team: Any, scrape: Any) -> None:
             job=running, benchmark="gemm", metric="t", verdict=verdict, acknowledged_at=acknowledged
         )
     samples = scrape()
-    assert samples[("rocpath_workers_seen", ())] == 2
+    assert samples[("rocpath_workers_seen", ())] == 3  # w1, w2 and w4; not w3
     assert samples[("rocpath_gpu_leases_held", (("vendor", "amd"),))] == 2
     assert samples[("rocpath_gpu_leases_held", (("vendor", "nvidia"),))] == 0
     assert samples[("rocpath_regressions_open", ())] == 2
@@ -152,7 +155,7 @@ def test_a_scrape_costs_the_same_queries_whatever_the_number_of_jobs(
         make_job(team, kind=kind, status=JobStatus.QUEUED)
     with CaptureQueriesContext(connection) as many:
         scrape()
-    assert len(many) == len(few) == 6
+    assert len(many) == len(few) == 5
 
 
 # --- access ------------------------------------------------------------------------
