@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config.health import healthz
+from results.metrics import metrics_view
 
 # Swagger UI's init script is served from ?script (the split view), not inline, and the page
 # itself carries no inline style (templates/api/swagger_ui.html): both pass the CSP. Redoc is
@@ -12,6 +13,7 @@ from config.health import healthz
 # leads to the Swagger UI.
 urlpatterns = [
     path("healthz", healthz, name="healthz"),  # container health checks (compose.yaml)
+    path("metrics", metrics_view, name="metrics"),  # Prometheus (docs/metrics.md)
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal import roadmap, schedules, views
+from portal import alerts, roadmap, schedules, views
 
 app_name = "portal"
 
@@ -20,6 +20,7 @@ urlpatterns = [
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("projects/<int:pk>/porting/", views.project_porting, name="project-porting"),
     path("projects/<int:pk>/steps/", views.project_step, name="project-step"),
+    path("projects/<int:pk>/alerts/", alerts.project_alerts, name="project-alerts"),
     path(
         "projects/<int:pk>/sources/<int:source_pk>/file/",
         views.source_file,

@@ -78,3 +78,28 @@ class Verdict(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} {self.benchmark}/{self.metric}: {self.verdict}"
+
+
+# The alerting models live in their own module; importing them here registers them.
+from results.alert_models import (  # noqa: E402
+    Alert,
+    AlertEvent,
+    AlertSettings,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryChannel,
+    DeliveryStatus,
+)
+
+__all__ = [
+    "Alert",
+    "AlertEvent",
+    "AlertSettings",
+    "Baseline",
+    "Delivery",
+    "DeliveryAttempt",
+    "DeliveryChannel",
+    "DeliveryStatus",
+    "Verdict",
+    "VerdictKind",
+]
