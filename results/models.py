@@ -103,3 +103,14 @@ __all__ = [
     "Verdict",
     "VerdictKind",
 ]
+
+
+class MetricsScrape(models.Model):
+    """When /metrics was last scraped successfully (one row): phase 4's gate asks whether
+    monitoring sees the service, and a scrape is the only sign of it rocpath gets."""
+
+    at = models.DateTimeField()
+    client = models.CharField(max_length=64, blank=True)
+
+    def __str__(self) -> str:
+        return f"/metrics scraped at {self.at:%Y-%m-%d %H:%M}"
