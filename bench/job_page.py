@@ -88,10 +88,9 @@ def synthetic_results(seed: int = 7) -> list[Any]:
     The numbers are invented (this measures the page, not a GPU); their shapes are
     what the runner makes: one CaseResult per case, telemetry on the GPU backend.
     """
-    from stack.blas.results import CheckResult
     from stack.blas.gemm import FAMILY as GEMM
     from stack.blas.precisions import gemm_flops
-    from stack.blas.results import CaseResult  # noqa: I001
+    from stack.blas.results import CaseResult, CheckResult
 
     rng = random.Random(seed)
     peaks = {"fp64": 67.0, "fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}
@@ -221,7 +220,7 @@ def seed(measurements: int) -> int:
         "skipped": [],
         "labels": [describe_case(r) for r in results[:5]],
     }
-    user = get_user_model().objects.create_user("bench", password="bench")
+    user = get_user_model().objects.create_user("bench")
     team = Team.objects.create(name="bench", slug="bench")
     Membership.objects.create(team=team, user=user, role="member")
     now = timezone.now()
@@ -294,9 +293,9 @@ def measure(job_id: int, requests: int) -> dict[str, Any]:
 
 
 def _child(tree: Path, dbname: str, job_id: int, requests: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", str(tree), "--db", dbname]
     done = subprocess.run(
-        [sys.executable, __file__, "--child", str(tree), "--db", dbname, "--job", str(job_id),
-         "--requests", str(requests)],  # fmt: skip
+        [*command, "--job", str(job_id), "--requests", str(requests)],
         cwd=tree,
         env=_env(dbname),
         check=True,

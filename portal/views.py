@@ -25,6 +25,7 @@ from jobs.models import IllegalTransition, Job
 from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.kinds import presenter_for, project_steps
+from portal.measurements import PER_PAGE, csv_response, json_response, without_samples
 from portal.porting import (
     DEFAULT_SORT,
     FILE_COLUMNS,
@@ -66,11 +67,17 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+SUMMARY_INLINE_BYTES = 32 * 1024  # a larger summary is a download, not part of the page
+
+
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = _job(request, pk)
     events = list(job.events.order_by("id")[:2000])
     presenter = presenter_for(job.kind)
+    measurements = Paginator(without_samples(job), PER_PAGE).get_page(request.GET.get("page"))
+    summary_json = json.dumps(job.summary, indent=2) if job.summary else ""
+    summary_bytes = len(summary_json.encode())
     return render(
         request,
         "portal/job_detail.html",
@@ -79,16 +86,37 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "events": events,
             "cursor": events[-1].id if events else 0,
             "artifacts": job.artifacts.all(),
-            "measurements": job.measurements.all()[:500],
+            "measurements": measurements.object_list,
+            "measurements_page": measurements,
             "charts": presenter.charts(job),
             "presenter": presenter,
+            **presenter.context(job),
             "environment": job.environment,
             "env_data": job.environment.data if job.environment else None,
-            "summary_json": json.dumps(job.summary, indent=2) if job.summary else "",
+            "summary_json": summary_json if summary_bytes <= SUMMARY_INLINE_BYTES else "",
+            "summary_bytes": summary_bytes,
             "params_json": json.dumps(job.params, indent=2),
             "can_write": can_write(request.user, job.team_id),
         },
     )
+
+
+@login_required
+def job_measurements_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    """Every measurement of a job the user may see, as CSV or JSON (404 for another team's)."""
+    job = _job(request, pk)
+    return csv_response(job) if fmt == "csv" else json_response(job)
+
+
+@login_required
+def job_summary_download(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job's summary as a JSON file: the page folds it, or links here when it is large."""
+    job = _job(request, pk)
+    response = HttpResponse(
+        json.dumps(job.summary or {}, indent=2), content_type="application/json"
+    )
+    response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-summary.json"'
+    return response
 
 
 @login_required
