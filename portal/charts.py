@@ -8,13 +8,23 @@ response's nonce: templates show a chart as ``{{ chart|with_nonce:request.csp_no
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
 import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pygal
+from django.core.cache import cache
 from django.utils.safestring import SafeString, mark_safe
 from pygal.style import Style
+
+if TYPE_CHECKING:
+    from jobs.models import Job
+    from portal.kinds.base import Presenter
 
 STYLE = Style(
     background="transparent",
@@ -106,3 +116,34 @@ def time_chart(
     for name, points in series.items():
         chart.add(name, sorted(points))
     return _render(chart)
+
+
+CACHE_S = 7 * 24 * 3600
+
+
+@functools.cache
+def _code_version(presenter_type: type) -> str:
+    """The charts' code as a hash: a changed presenter or chart style misses the cache."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(Path(inspect.getfile(presenter_type)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def job_charts(job: Job, presenter: Presenter) -> list[SafeString]:
+    """The job page's charts; those of an ended job drawn once, then served from the cache.
+
+    pygal takes 30-90 ms a chart and a sweep draws about ten; an ended job's measurements
+    never change (they are written once, as it ends), so the key is the job, when it
+    ended and the code that drew them.
+    """
+    if not job.is_terminal or job.finished_at is None:
+        return presenter.charts(job)
+    key = ":".join(
+        ("portal-charts", _code_version(type(presenter)), str(job.pk), job.finished_at.isoformat())
+    )
+    cached = cache.get(key)
+    if cached is not None:
+        return [mark_safe(svg) for svg in cached]  # noqa: S308 - drawn by _render, as below
+    charts = presenter.charts(job)
+    cache.set(key, [str(svg) for svg in charts], CACHE_S)
+    return charts

@@ -9,6 +9,8 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import TextField
+from django.db.models.functions import Cast, Length
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -22,7 +24,7 @@ from jobs.api.errors import bound_errors
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import IllegalTransition, Job
-from portal.charts import time_chart
+from portal.charts import job_charts, time_chart
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.kinds import presenter_for, project_steps
 from portal.measurements import PER_PAGE, csv_response, json_response, without_samples
@@ -76,8 +78,15 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     events = list(job.events.order_by("id")[:2000])
     presenter = presenter_for(job.kind)
     measurements = Paginator(without_samples(job), PER_PAGE).get_page(request.GET.get("page"))
-    summary_json = json.dumps(job.summary, indent=2) if job.summary else ""
-    summary_bytes = len(summary_json.encode())
+    # The summary's size from the database: encoding a sweep's summary costs more than the
+    # rest of the page, and the page shows it only when it is small.
+    summary_bytes = (
+        Job.objects.filter(pk=job.pk)
+        .annotate(size=Length(Cast("summary", TextField())))
+        .values_list("size", flat=True)
+        .get()
+    ) or 0
+    small = job.summary and summary_bytes <= SUMMARY_INLINE_BYTES
     return render(
         request,
         "portal/job_detail.html",
@@ -88,12 +97,12 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "artifacts": job.artifacts.all(),
             "measurements": measurements.object_list,
             "measurements_page": measurements,
-            "charts": presenter.charts(job),
+            "charts": job_charts(job, presenter),
             "presenter": presenter,
             **presenter.context(job),
             "environment": job.environment,
             "env_data": job.environment.data if job.environment else None,
-            "summary_json": summary_json if summary_bytes <= SUMMARY_INLINE_BYTES else "",
+            "summary_json": json.dumps(job.summary, indent=2) if small else "",
             "summary_bytes": summary_bytes,
             "params_json": json.dumps(job.params, indent=2),
             "can_write": can_write(request.user, job.team_id),
