@@ -215,7 +215,8 @@ def seed(measurements: int) -> int:
         "families": sorted(tables),
         "cases": {"planned": len(results), "measured": len(results)},
         "tables": tables,
-        "claims": claims.claims_check(results, {"torch": h200}),
+        # as the runner stores them: judged for noise
+        "claims": claims.judge_noise(claims.claims_check(results, {"torch": h200}), tables["gemm"]),
         "flags": flags_for(results, 0.02),
         "unsupported": [],
         "skipped": [],

@@ -74,19 +74,21 @@ SUMMARY_INLINE_BYTES = 32 * 1024  # a larger summary is a download, not part of 
 
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    job = _job(request, pk)
+    # The summary is not loaded, only its size: a sweep's summary is a megabyte, decoding
+    # it costs more than the rest of the page, and the page shows it only when it is small
+    # (the presenter reads the parts it shows).
+    job = get_object_or_404(
+        jobs_for(request.user)
+        .select_related("environment")
+        .defer("summary")
+        .annotate(summary_size=Length(Cast("summary", TextField()))),
+        pk=pk,
+    )
     events = list(job.events.order_by("id")[:2000])
     presenter = presenter_for(job.kind)
     measurements = Paginator(without_samples(job), PER_PAGE).get_page(request.GET.get("page"))
-    # The summary's size from the database: encoding a sweep's summary costs more than the
-    # rest of the page, and the page shows it only when it is small.
-    summary_bytes = (
-        Job.objects.filter(pk=job.pk)
-        .annotate(size=Length(Cast("summary", TextField())))
-        .values_list("size", flat=True)
-        .get()
-    ) or 0
-    small = job.summary and summary_bytes <= SUMMARY_INLINE_BYTES
+    summary_bytes = job.summary_size or 0
+    small = 2 < summary_bytes <= SUMMARY_INLINE_BYTES  # "{}" is no summary
     return render(
         request,
         "portal/job_detail.html",
@@ -103,6 +105,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "environment": job.environment,
             "env_data": job.environment.data if job.environment else None,
             "summary_json": json.dumps(job.summary, indent=2) if small else "",
+            "has_summary": summary_bytes > 2,
             "summary_bytes": summary_bytes,
             "params_json": json.dumps(job.params, indent=2),
             "can_write": can_write(request.user, job.team_id),

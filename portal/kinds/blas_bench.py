@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models.fields.json import KeyTransform
 from django.utils.safestring import SafeString
 
 from jobs.models import Job
@@ -157,11 +158,25 @@ class BlasBenchPresenter(Presenter):
         return family_charts(rows)
 
     def context(self, job: Job) -> dict[str, Any]:
-        summary = job.summary if isinstance(job.summary, dict) else {}
-        tables = summary.get("tables") if isinstance(summary.get("tables"), dict) else {}
-        claims = [dict(c) for c in summary.get("claims") or [] if isinstance(c, dict)]
-        # judged again here, so a job stored before the noise check shows it too
-        return {"claims": judge_noise(claims, tables.get(GEMM) or [])}
+        # Only the parts the partial shows, read from the database: the summary's tables
+        # are most of its megabyte. The claims are judged for noise again (judge_noise),
+        # so a job stored before that check shows it too; the GEMM table, which that
+        # needs, is read only for such a job.
+        parts = Job.objects.filter(pk=job.pk).values_list(
+            *(KeyTransform(key, "summary") for key in ("claims", "flags", "unsupported"))
+        )
+        claims, flags, unsupported = parts.get()
+        claims = [dict(c) for c in claims or [] if isinstance(c, dict)]
+        if any(c.get("verdict") and "noise_checked" not in c for c in claims):
+            gemm = Job.objects.filter(pk=job.pk).values_list(
+                KeyTransform(GEMM, KeyTransform("tables", "summary")), flat=True
+            )
+            claims = judge_noise(claims, gemm.get() or [])
+        return {
+            "claims": claims,
+            "flags": flags if isinstance(flags, dict) else {},
+            "unsupported": unsupported if isinstance(unsupported, list) else [],
+        }
 
 
 PRESENTER = BlasBenchPresenter(KIND)

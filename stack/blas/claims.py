@@ -167,6 +167,8 @@ def judge_noise(
             speed = [(t, b) for _, text, t, b, k, _ in CLAIMS if k == "speed" and
                      text.lower().split() == words]  # fmt: skip
             top, bottom, kind = (*speed[0], "speed") if speed else (None, None, None)
+        if claim.get("verdict"):
+            claim["noise_checked"] = True
         if kind == "speed" and claim.get("verdict") and claim.get("size"):
             layouts = claim.get("layouts") or {}
             noisy = [
