@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -25,7 +26,7 @@ from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import IllegalTransition, Job
 from portal.charts import job_charts, time_chart
-from portal.forms import JobSubmitForm, ProjectForm
+from portal.forms import JobSubmitForm, ProjectForm, param_fields
 from portal.kinds import presenter_for, project_steps
 from portal.measurements import PER_PAGE, csv_response, json_response, without_samples
 from portal.porting import (
@@ -164,7 +165,10 @@ def job_submit(request: HttpRequest) -> HttpResponse:
     teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
     projects = projects_for(request.user).filter(team__in=teams)
     project_id = request.GET.get("project", "")
-    initial = {"project": project_id} if project_id.isdigit() else {}
+    initial: dict[str, Any] = {"project": project_id} if project_id.isdigit() else {}
+    if (chosen := KINDS.get(request.GET.get("kind", ""))) is not None:  # "start from this"
+        initial["kind"] = chosen.name
+        initial["params"] = json.dumps(dict(chosen.example_params or {}), indent=1)
     form = JobSubmitForm(request.POST or None, teams=teams, projects=projects, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -191,7 +195,8 @@ def job_submit(request: HttpRequest) -> HttpResponse:
             "name": k.name,
             "title": k.title,
             "description": k.description,
-            "schema": json.dumps(k.params_schema.get("properties", {}), indent=2),
+            "fields": param_fields(k.params_schema),
+            "example": json.dumps(dict(k.example_params)) if k.example_params else "",
         }
         for k in sorted(KINDS.values(), key=lambda k: k.name)
     ]
