@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django import forms
 
 from stack.kinds import KINDS
@@ -17,7 +20,7 @@ class JobSubmitForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
         required=False,
         initial="{}",
-        help_text="JSON object; see the kind's parameters below",
+        help_text="JSON object; {} takes every default (the kind's parameters are listed below)",
     )
     timeout_s = forms.IntegerField(required=False, min_value=1, label="Timeout (s)")
 
@@ -30,6 +33,10 @@ class JobSubmitForm(forms.Form):
         self.fields["project"].queryset = projects
         if len(teams) == 1:
             self.fields["team"].initial = teams[0]
+        # A new user's first submit: the quick, harmless kind, not the first in the list
+        # (a full benchmark sweep, an hour on a CPU, when its parameters are {}).
+        first = next((k.name for k in KINDS.values() if k.submit_default), None)
+        self.fields["kind"].initial = self.initial.get("kind") or first
 
     def clean_params(self) -> dict:
         return _json_object(self.cleaned_data.get("params"), "The parameters")
@@ -75,6 +82,44 @@ class ScheduleForm(JobSubmitForm):
 
     def clean_hardware(self) -> dict:
         return _json_object(self.cleaned_data.get("hardware"), "The hardware request")
+
+
+def _type_of(prop: dict[str, Any]) -> str:
+    """A JSON Schema property's type in words: "list of string: gemm, fft", "integer 1-64"."""
+    kind = prop.get("type", "any")
+    if isinstance(kind, list):
+        kind = " or ".join(map(str, kind))
+    if kind == "array":
+        return "list of " + _type_of(prop.get("items") or {})
+    text = str(kind)
+    if "enum" in prop:
+        text += ": " + ", ".join(str(v) for v in prop["enum"])
+    low = prop.get("minimum", prop.get("exclusiveMinimum"))
+    high = prop.get("maximum", prop.get("exclusiveMaximum"))
+    if low is not None or high is not None:
+        text += f" {'' if low is None else low}\u2013{'' if high is None else high}"
+    return text
+
+
+def param_fields(schema: dict[str, Any]) -> list[dict[str, str]]:
+    """A kind's parameters as rows a page can show: name, type, default, description.
+
+    The raw JSON Schema (thousands of lines for a benchmark) is for programs; a person
+    submitting a job wants each field once, in words.
+    """
+    rows = []
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        default = json.dumps(prop["default"]) if "default" in prop else ""
+        rows.append(
+            {
+                "name": name,
+                "type": _type_of(prop),
+                "default": default,
+                "description": str(prop.get("description", "")),
+            }
+        )
+    return rows
 
 
 class ProjectForm(forms.ModelForm):

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from portal import alerts, roadmap, schedules, views
 
@@ -9,6 +9,12 @@ urlpatterns = [
     path("jobs/new/", views.job_submit, name="job-submit"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/log/", views.job_log, name="job-log"),
+    re_path(
+        r"^jobs/(?P<pk>[0-9]+)/measurements\.(?P<fmt>csv|json)$",
+        views.job_measurements_download,
+        name="job-measurements",
+    ),
+    path("jobs/<int:pk>/summary.json", views.job_summary_download, name="job-summary"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
     path("jobs/<int:pk>/rerun/", views.job_rerun, name="job-rerun"),
     path(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import TextField
+from django.db.models.functions import Cast, Length
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -22,9 +25,10 @@ from jobs.api.errors import bound_errors
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import IllegalTransition, Job
-from portal.charts import time_chart
-from portal.forms import JobSubmitForm, ProjectForm
+from portal.charts import job_charts, time_chart
+from portal.forms import JobSubmitForm, ProjectForm, param_fields
 from portal.kinds import presenter_for, project_steps
+from portal.measurements import PER_PAGE, csv_response, json_response, without_samples
 from portal.porting import (
     DEFAULT_SORT,
     FILE_COLUMNS,
@@ -68,11 +72,26 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+SUMMARY_INLINE_BYTES = 32 * 1024  # a larger summary is a download, not part of the page
+
+
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    job = _job(request, pk)
+    # The summary is not loaded, only its size: a sweep's summary is a megabyte, decoding
+    # it costs more than the rest of the page, and the page shows it only when it is small
+    # (the presenter reads the parts it shows).
+    job = get_object_or_404(
+        jobs_for(request.user)
+        .select_related("environment")
+        .defer("summary")
+        .annotate(summary_size=Length(Cast("summary", TextField()))),
+        pk=pk,
+    )
     events = list(job.events.order_by("id")[:2000])
     presenter = presenter_for(job.kind)
+    measurements = Paginator(without_samples(job), PER_PAGE).get_page(request.GET.get("page"))
+    summary_bytes = job.summary_size or 0
+    small = 2 < summary_bytes <= SUMMARY_INLINE_BYTES  # "{}" is no summary
     return render(
         request,
         "portal/job_detail.html",
@@ -81,16 +100,38 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "events": events,
             "cursor": events[-1].id if events else 0,
             "artifacts": job.artifacts.all(),
-            "measurements": job.measurements.all()[:500],
-            "charts": presenter.charts(job),
+            "measurements": measurements.object_list,
+            "measurements_page": measurements,
+            "charts": job_charts(job, presenter),
             "presenter": presenter,
+            **presenter.context(job),
             "environment": job.environment,
             "env_data": job.environment.data if job.environment else None,
-            "summary_json": json.dumps(job.summary, indent=2) if job.summary else "",
+            "summary_json": json.dumps(job.summary, indent=2) if small else "",
+            "has_summary": summary_bytes > 2,
+            "summary_bytes": summary_bytes,
             "params_json": json.dumps(job.params, indent=2),
             "can_write": can_write(request.user, job.team_id),
         },
     )
+
+
+@login_required
+def job_measurements_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    """Every measurement of a job the user may see, as CSV or JSON (404 for another team's)."""
+    job = _job(request, pk)
+    return csv_response(job) if fmt == "csv" else json_response(job)
+
+
+@login_required
+def job_summary_download(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job's summary as a JSON file: the page folds it, or links here when it is large."""
+    job = _job(request, pk)
+    response = HttpResponse(
+        json.dumps(job.summary or {}, indent=2), content_type="application/json"
+    )
+    response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-summary.json"'
+    return response
 
 
 @login_required
@@ -126,7 +167,10 @@ def job_submit(request: HttpRequest) -> HttpResponse:
     teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
     projects = projects_for(request.user).filter(team__in=teams)
     project_id = request.GET.get("project", "")
-    initial = {"project": project_id} if project_id.isdigit() else {}
+    initial: dict[str, Any] = {"project": project_id} if project_id.isdigit() else {}
+    if (chosen := KINDS.get(request.GET.get("kind", ""))) is not None:  # "start from this"
+        initial["kind"] = chosen.name
+        initial["params"] = json.dumps(dict(chosen.example_params or {}), indent=1)
     form = JobSubmitForm(request.POST or None, teams=teams, projects=projects, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -153,7 +197,8 @@ def job_submit(request: HttpRequest) -> HttpResponse:
             "name": k.name,
             "title": k.title,
             "description": k.description,
-            "schema": json.dumps(k.params_schema.get("properties", {}), indent=2),
+            "fields": param_fields(k.params_schema),
+            "example": json.dumps(dict(k.example_params)) if k.example_params else "",
         }
         for k in sorted(KINDS.values(), key=lambda k: k.name)
     ]

@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 
 from jobs import services
 from jobs.access import artifacts_for, jobs_for
+from jobs.api import examples as ex
 from jobs.api.authentication import rotate_token, token_expires_at
 from jobs.api.serializers import (
     ArtifactSerializer,
@@ -46,6 +47,17 @@ from teams.access import can_write, projects_for, team_ids, teams_for
 from teams.models import SourceSnapshot
 
 
+@extend_schema_view(
+    retrieve=extend_schema(
+        summary="Read one job",
+        description=(
+            "One job of your teams: its status, progress, parameters (defaults filled), "
+            "summary and links to its events, artifacts and measurements. Another team's "
+            "job answers 404."
+        ),
+        examples=[ex.JOB_EXAMPLE],
+    )
+)
 class JobViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -76,17 +88,35 @@ class JobViewSet(
         return queryset
 
     @extend_schema(
+        summary="List jobs",
+        description=(
+            "Your teams' jobs, newest first, a page at a time; filter by status (several, "
+            "comma-separated), kind, project id or team slug. An unknown status is a 400 "
+            "naming the field."
+        ),
+        examples=[ex.JOBS_EXAMPLE],
         parameters=[
             OpenApiParameter("status", str, description="comma-separated statuses"),
             OpenApiParameter("kind", str),
             OpenApiParameter("project", int),
             OpenApiParameter("team", str, description="team slug"),
-        ]
+        ],
     )
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(request=JobSubmitSerializer, responses={201: JobSerializer, 202: JobSerializer})
+    @extend_schema(
+        summary="Submit a job",
+        description=(
+            "Validates the kind's params against its JSON Schema (GET /api/v1/kinds/; every "
+            "field has a default, so {} asks for the defaults), checks the team's quota and "
+            "queues the job. 201 with Location once handed to the broker; 202 when the "
+            "broker is down and the job waits to be queued. Errors are 400s naming the field."
+        ),
+        request=JobSubmitSerializer,
+        responses={201: JobSerializer, 202: JobSerializer},
+        examples=[ex.SUBMIT, ex.SUBMIT_SWEEP, ex.SUBMITTED, ex.WAITING],
+    )
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         form = JobSubmitSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -137,7 +167,16 @@ class JobViewSet(
             body, status=status.HTTP_201_CREATED, headers={"Location": body["links"]["self"]}
         )
 
-    @extend_schema(request=None, responses={202: JobSerializer, 409: None})
+    @extend_schema(
+        summary="Cancel a job",
+        description=(
+            "Asks a pending, queued or running job to stop (members only; viewers get 403). "
+            "202 with the job as it is now; 409 when it has already ended."
+        ),
+        request=None,
+        responses={202: JobSerializer, 409: None},
+        examples=[ex.RUNNING],
+    )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
@@ -151,6 +190,13 @@ class JobViewSet(
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
+        summary="Follow a job's log",
+        description=(
+            "The job's log, progress and status events after the cursor ``after`` (0: from "
+            "the start), at most ``limit``; poll with the returned next_cursor while "
+            "``active`` is true."
+        ),
+        examples=[ex.EVENTS],
         parameters=[
             OpenApiParameter("after", int, description="last event id seen (0 = from start)"),
             OpenApiParameter("limit", int, description="at most this many (≤ 1000)"),
@@ -173,21 +219,47 @@ class JobViewSet(
             }
         )
 
-    @extend_schema(responses=ArtifactSerializer(many=True))
+    @extend_schema(
+        summary="List a job's artifacts",
+        description=(
+            "The files the job left (raw tool outputs, traces, CSVs), with size, SHA-256 "
+            "and the download link, a page at a time."
+        ),
+        responses=ArtifactSerializer(many=True),
+        examples=[ex.ARTIFACTS],
+    )
     @action(detail=True, methods=["get"])
     def artifacts(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
         page = self.paginate_queryset(job.artifacts.all())
         return self.get_paginated_response(ArtifactSerializer(page, many=True).data)
 
-    @extend_schema(responses=MeasurementSerializer(many=True))
+    @extend_schema(
+        summary="List a job's measurements",
+        description=(
+            "Every number the job measured: benchmark, case parameters, metric, unit, the "
+            "value (median) and its raw samples, and which direction is better; a page at "
+            "a time."
+        ),
+        responses=MeasurementSerializer(many=True),
+        examples=[ex.MEASUREMENTS],
+    )
     @action(detail=True, methods=["get"])
     def measurements(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
         page = self.paginate_queryset(job.measurements.all())
         return self.get_paginated_response(MeasurementSerializer(page, many=True).data)
 
-    @extend_schema(request=None, responses={201: JobSerializer})
+    @extend_schema(
+        summary="Run a job again",
+        description=(
+            "A new job of the same kind, params, team and project, linked by rerun_of; "
+            "submitted through the same checks (quota, validation) as a new one."
+        ),
+        request=None,
+        responses={201: JobSerializer},
+        examples=[ex.RERUN],
+    )
     @action(detail=True, methods=["post"])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
         original = self.get_object()
@@ -212,7 +284,16 @@ def _int_param(request: Request, name: str, default: int) -> int:
 class ArtifactDownloadView(APIView):
     """Streams an artifact's file; the same team check as everything else."""
 
-    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    @extend_schema(
+        summary="Download an artifact",
+        description=(
+            "The artifact's file as an attachment: text as text/plain, anything else as "
+            "application/octet-stream, never a type a browser would run. 404 for another "
+            "team's job or a file that is gone."
+        ),
+        responses={(200, "application/octet-stream"): bytes},
+        examples=[ex.ARTIFACT_FILE],
+    )
     def get(self, request: Request, job_pk: int, pk: int) -> FileResponse:
         artifact = get_object_or_404(artifacts_for(request.user), pk=pk, job_id=job_pk)
         return artifact_response(artifact)
@@ -256,6 +337,21 @@ def artifact_response(artifact: Artifact) -> FileResponse:
     return response
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List environments",
+        description=(
+            "The hardware and software environments your teams' jobs ran in (host, GPUs, "
+            "driver, ROCm / CUDA, image digest), each recorded once per fingerprint."
+        ),
+        examples=[ex.ENVIRONMENTS],
+    ),
+    retrieve=extend_schema(
+        summary="Read one environment",
+        description="One environment, with the full probe data it was fingerprinted from.",
+        examples=[ex.ENVIRONMENT_EXAMPLE],
+    ),
+)
 class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = EnvironmentSerializer
 
@@ -269,7 +365,15 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
 class KindListView(APIView):
     """The job kinds this server can run, with the JSON Schema of their params."""
 
-    @extend_schema(responses=KindSerializer(many=True))
+    @extend_schema(
+        summary="List job kinds",
+        description=(
+            "The kinds this server runs, each with the JSON Schema of its params (every "
+            "field defaulted) and its default timeout."
+        ),
+        responses=KindSerializer(many=True),
+        examples=[ex.KINDS_EXAMPLE],
+    )
     def get(self, request: Request) -> Response:
         return Response(
             [
@@ -288,7 +392,16 @@ class KindListView(APIView):
 class TokenRotateView(APIView):
     """A new API token for the caller; the one it was called with stops working at once."""
 
-    @extend_schema(request=None, responses={201: TokenSerializer})
+    @extend_schema(
+        summary="Rotate your API token",
+        description=(
+            "A new token for the caller, valid for ROCPATH_TOKEN_TTL_DAYS; the token this "
+            "request was made with stops working at once."
+        ),
+        request=None,
+        responses={201: TokenSerializer},
+        examples=[ex.TOKEN],
+    )
     def post(self, request: Request) -> Response:
         token = rotate_token(request.user)
         return Response(
