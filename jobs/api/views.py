@@ -422,16 +422,33 @@ _SCHEDULE_EXAMPLE = {
 }
 
 
+_SCHEDULE_ANSWER = {
+    "id": 7,
+    **_SCHEDULE_EXAMPLE,
+    "next_run_at": "2026-12-02T02:00:00Z",
+    "next_run_local": "2026-12-02T03:00:00+01:00",
+    "last_run_at": "2026-12-01T02:00:00Z",
+    "last_job": 42,
+    "last_error": "",
+    "consecutive_failures": 0,
+    "created_by": "alice",
+    "created_at": "2026-11-30T16:00:00Z",
+    "links": {"self": "/api/v1/schedules/7/", "jobs": "/api/v1/schedules/7/jobs/"},
+}
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List schedules",
         description="The schedules of your teams, by name: each with its next run (UTC and "
         "in its own time zone), its last run, job and error.",
         parameters=[OpenApiParameter("team", str, description="team slug")],
+        examples=[ex.example("a nightly benchmark", _SCHEDULE_ANSWER)],
     ),
     retrieve=extend_schema(
         summary="Read a schedule",
         description="One schedule of your teams; another team's answers 404.",
+        examples=[ex.example("a nightly benchmark", _SCHEDULE_ANSWER)],
     ),
     create=extend_schema(
         summary="Create a schedule",
@@ -475,6 +492,12 @@ _SCHEDULE_EXAMPLE = {
     destroy=extend_schema(
         summary="Delete a schedule",
         description="It fires no more; the jobs it made are kept (their `schedule` is cleared).",
+        responses={204: None, 403: dict},
+        examples=[
+            ex.example(
+                "a viewer", {"detail": "Viewers cannot delete schedules."}, status_codes=["403"]
+            )
+        ],
     ),
 )
 class ScheduleViewSet(viewsets.ModelViewSet):
@@ -513,6 +536,7 @@ class ScheduleViewSet(viewsets.ModelViewSet):
         summary="A schedule's jobs",
         description="The jobs the schedule made, newest first (paged).",
         responses=JobSerializer(many=True),
+        examples=[ex.JOBS_EXAMPLE],
     )
     @action(detail=True, methods=["get"])
     def jobs(self, request: Request, pk: str | None = None) -> Response:
