@@ -89,3 +89,46 @@ def time_chart(
     for name, points in series.items():
         chart.add(name, sorted(points))
     return _render(chart)
+
+
+def bar_chart(
+    title: str,
+    labels: Sequence[str],
+    series: dict[str, Sequence[float | None]],
+    *,
+    y_title: str,
+) -> SafeString:
+    """Grouped bars: one group per label (a case), one bar per series (a job) in each."""
+    chart = pygal.Bar(
+        title=title,
+        y_title=y_title,
+        x_label_rotation=30,
+        truncate_label=40,
+        **_COMMON,
+    )
+    chart.x_labels = list(labels)
+    for name, values in series.items():
+        chart.add(name, [None if v is None else float(v) for v in values])
+    return _render(chart)
+
+
+def history_chart(
+    title: str,
+    points: Sequence[tuple[datetime, float]],
+    marks: Sequence[tuple[datetime, float]],
+    *,
+    y_title: str,
+) -> SafeString:
+    """One case's values over time, with the first run of each new segment marked."""
+    chart = pygal.DateTimeLine(
+        title=title,
+        y_title=y_title,
+        x_label_rotation=20,
+        x_value_formatter=lambda d: d.strftime("%Y-%m-%d %H:%M"),
+        dots_size=2,
+        **_COMMON,
+    )
+    chart.add("value", list(points))
+    if marks:
+        chart.add("change point", list(marks), stroke=False, dots_size=7)
+    return _render(chart)

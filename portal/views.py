@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -22,7 +25,7 @@ from jobs.api.errors import bound_errors
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import IllegalTransition, Job
-from portal.charts import time_chart
+from portal.charts import bar_chart, history_chart, time_chart
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.kinds import presenter_for, project_steps
 from portal.porting import (
@@ -32,6 +35,16 @@ from portal.porting import (
     SCAN,
     burn_down_series,
     porting_report,
+)
+from results.compare import (
+    MAX_COLUMNS,
+    CompareQuery,
+    Comparison,
+    History,
+    HistoryQuery,
+    QueryError,
+    compare,
+    history,
 )
 from stack.kinds import KINDS
 from teams.access import can_write, projects_for, teams_for, writable_team_ids
@@ -366,5 +379,121 @@ def source_file(request: HttpRequest, pk: int, source_pk: int) -> HttpResponse:
             "path": path.relative_to(tree).as_posix(),
             "lines": lines,
             "highlight": int(line) if line.isdecimal() else 0,
+        },
+    )
+
+
+CHART_CASES = 30  # bars per chart: more groups than this are not read, the table has them
+CHART_GROUPS = 12  # charts on one compare page
+ROWS_PER_PAGE = 200
+
+
+def _export(request: HttpRequest, result: Comparison | History, name: str) -> HttpResponse | None:
+    """?format=csv or json: the same result as a download, or None for the page."""
+    fmt = request.GET.get("format", "")
+    if fmt == "json":
+        response: HttpResponse = JsonResponse(result.as_dict())
+    elif fmt == "csv":
+        out = io.StringIO()
+        csv.writer(out).writerows(result.export_rows())
+        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    else:
+        return None
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+def _compare_charts(comparison: Comparison) -> list[dict]:
+    """Grouped bars per (benchmark, metric, unit): an axis never mixes TFLOP/s and TOPS."""
+    charts = []
+    for (benchmark, metric, unit), rows in comparison.groups()[:CHART_GROUPS]:
+        shown = rows[:CHART_CASES]
+        series = {
+            column.label: [row.cells[i].value if row.cells[i] else None for row in shown]
+            for i, column in enumerate(comparison.columns)
+        }
+        charts.append(
+            {
+                "svg": bar_chart(
+                    f"{benchmark} · {metric}",
+                    [row.case_label for row in shown],
+                    series,
+                    y_title=unit or metric,
+                ),
+                "shown": len(shown),
+                "total": len(rows),
+                "unit": unit,
+            }
+        )
+    return charts
+
+
+@login_required
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """Jobs side by side; the whole query is in the URL, so the address is the permalink."""
+    context: dict = {"params": request.GET, "kinds": sorted(KINDS), "max_columns": MAX_COLUMNS}
+    try:
+        query = CompareQuery.parse(request.GET)
+        comparison = compare(request.user, query)
+    except QueryError as exc:
+        if request.GET.get("format"):
+            return JsonResponse({exc.field: [exc.message]}, status=400)
+        context["error"] = exc
+        return render(request, "portal/compare.html", context, status=400)
+    if export := _export(request, comparison, "comparison"):
+        return export
+    permalink = f"{reverse('portal:compare')}?{urlencode(query.params())}"
+    page = Paginator(comparison.rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
+    base = comparison.baseline
+    context.update(
+        {
+            "comparison": comparison,
+            "rows": page.object_list,
+            "page": page,
+            "permalink": permalink,
+            "query_string": urlencode(query.params()),
+            "charts": _compare_charts(comparison) if comparison.rows else [],
+            "fingerprint": base.job.environment.fingerprint
+            if base and base.job.environment
+            else "",
+        }
+    )
+    return render(request, "portal/compare.html", context)
+
+
+@login_required
+def history_page(request: HttpRequest) -> HttpResponse:
+    """One case over the runs of one environment identity, change points marked."""
+    try:
+        query = HistoryQuery.parse(request.GET)
+    except QueryError as exc:
+        if request.GET.get("format"):
+            return JsonResponse({exc.field: [exc.message]}, status=400)
+        return render(request, "portal/history.html", {"error": exc}, status=400)
+    result = history(request.user, query)
+    if export := _export(request, result, "history"):
+        return export
+    starts = set(result.change_points)
+    points = [(p.at, p.value) for p in result.points]
+    chart = (
+        history_chart(
+            f"{query.benchmark} · {query.metric}",
+            points,
+            [points[i] for i in sorted(starts)],
+            y_title=result.unit or query.metric,
+        )
+        if points
+        else None
+    )
+    return render(
+        request,
+        "portal/history.html",
+        {
+            "history": result,
+            "query": query,
+            "chart": chart,
+            "starts": starts,
+            "query_string": urlencode(query.params()),
+            "newest": list(reversed(list(enumerate(result.points))))[:50],
         },
     )
