@@ -4,14 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0007_schedule'),
+        ("jobs", "0007_schedule"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='measurement',
-            index=models.Index(fields=['environment', 'benchmark', 'metric', 'case'], name='measurement_env_case'),
+            model_name="measurement",
+            index=models.Index(
+                fields=["environment", "benchmark", "metric", "case"], name="measurement_env_case"
+            ),
         ),
     ]

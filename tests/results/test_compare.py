@@ -11,8 +11,6 @@ from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
 
 from jobs.choices import JobStatus
-from jobs.models import Measurement
-from jobs.services import record_environment
 from results.compare import (
     CompareQuery,
     HistoryQuery,
@@ -23,32 +21,10 @@ from results.compare import (
 )
 from results.stats import ratio_interval
 from tests.factories import add_member, make_job, make_team, make_user
+from tests.factories import make_environment as env
+from tests.factories import make_sampled_measurement as measure
 
 pytestmark = pytest.mark.django_db
-
-
-def env(gpu: str = "H200", vendor: str = "nvidia", arch: str = "sm_90", **software):
-    return record_environment(
-        {
-            "host": {"hostname": "node1"},
-            "gpus": [{"vendor": vendor, "model": gpu, "arch": arch}],
-            "software": {"cuda_version": "12.4", **software},
-        }
-    )
-
-
-def measure(job, value, samples, *, metric="throughput", unit="TFLOP/s", better="higher", **case):
-    return Measurement.objects.create(
-        job=job,
-        environment=job.environment,
-        benchmark="gemm",
-        case=case,
-        metric=metric,
-        unit=unit,
-        value=value,
-        samples=samples,
-        better=better,
-    )
 
 
 def q(**params) -> CompareQuery:
