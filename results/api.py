@@ -15,7 +15,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from results.compare import CompareQuery, HistoryQuery, QueryError, compare, history
+from stack.blas.gemm import FAMILY as GEMM
+from stack.kinds.blas_bench import KIND as _BLAS
 
+BLAS_BENCH = _BLAS.name  # the examples show a GEMM comparison
 _FACET = "environment facet; repeat or comma-separate values to take any of them"
 
 COMPARE_PARAMETERS = [
@@ -48,7 +51,7 @@ COMPARE_EXAMPLE = {
     "columns": [
         {
             "job": 41,
-            "kind": "blas-bench",
+            "kind": BLAS_BENCH,
             "created_at": "2026-11-30T10:00:00+00:00",
             "baseline": True,
             "environment": {"fingerprint": "9f1c…", "gpu_vendor": "nvidia", "gpu_model": "H200"},
@@ -56,7 +59,7 @@ COMPARE_EXAMPLE = {
         },
         {
             "job": 42,
-            "kind": "blas-bench",
+            "kind": BLAS_BENCH,
             "created_at": "2026-11-30T11:00:00+00:00",
             "baseline": False,
             "environment": {"fingerprint": "51ad…", "gpu_vendor": "amd", "gpu_model": "MI300X"},
@@ -68,7 +71,7 @@ COMPARE_EXAMPLE = {
     ],
     "rows": [
         {
-            "benchmark": "gemm",
+            "benchmark": GEMM,
             "case": {"backend": "torch", "precision": "fp16", "m": 4096, "n": 4096, "k": 4096},
             "metric": "throughput",
             "unit": "TFLOP/s",
@@ -144,7 +147,7 @@ class HistoryView(APIView):
                 "a step down",
                 value={
                     "query": {
-                        "benchmark": "gemm",
+                        "benchmark": GEMM,
                         "metric": "throughput",
                         "case": "{}",
                         "fingerprint": "9f1c0e…",
