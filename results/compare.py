@@ -23,6 +23,7 @@ QueryError naming the parameter.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -33,16 +34,19 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, IntegerField, OuterRef, TextField
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from jobs.access import jobs_for
 from jobs.models import Environment, Job, Measurement
-from results.detect import change_points
+from results import detect
 from results.stats import Ratio, ratio_interval
 from stack.kinds import KINDS
 from teams.access import AnyUser, team_ids
 
+REPEATED = "repeated case: the first measurement of each job is used"
 MAX_COLUMNS = 8  # jobs in one comparison: a table wider than this is not read
 MAX_ROWS = 5000  # cases in one comparison
 MAX_HISTORY = 1000  # runs in one history
@@ -277,6 +281,7 @@ class Cell:
     unit: str
     n_samples: int
     samples: list[float] = field(repr=False)
+    samples_text: str = field(default="", repr=False)  # as stored: what the cache key hashes
     ratio: Ratio | None = None
     # better / worse (the interval excludes 1, read in the metric's better direction),
     # even (it includes 1), "" (no interval: a side had fewer than two samples)
@@ -291,15 +296,12 @@ class Row:
     unit: str
     better: str
     cells: list[Cell | None]
+    case_json: str = ""  # canonical JSON of the case (jsonb's text)
     flags: list[str] = field(default_factory=list)
 
     @property
     def case_label(self) -> str:
         return case_label(self.case)
-
-    @property
-    def case_json(self) -> str:
-        return canonical(self.case)
 
 
 def canonical(case: Any) -> str:
@@ -482,12 +484,20 @@ def _reading(ratio: Ratio, better: str) -> str:
 
 
 def _ratios(pairs: list[tuple[Cell, Cell]], seed: int) -> list[Ratio]:
-    """ratio_interval of each (baseline, current) pair, remembered by measurement ids.
+    """ratio_interval of each (baseline, current) pair, remembered by the samples' digest.
 
-    Stored measurements never change, so the interval of a pair under a seed is computed
-    once; a reopened permalink reads it back in one cache round trip.
+    The interval of two sample lists under a seed never changes, so it is computed once;
+    a reopened permalink reads every pair back in one cache round trip. The key is the
+    samples themselves (hashed), not the rows' ids, so a reused id cannot be served a
+    stale interval.
     """
-    keys = [f"results:ratio:{b.measurement_id}:{c.measurement_id}:{seed}" for b, c in pairs]
+    keys = [
+        "results:ratio:"
+        + hashlib.sha256(
+            repr((seed, b.samples or b.value, c.samples or c.value)).encode()
+        ).hexdigest()
+        for b, c in pairs
+    ]
     known = cache.get_many(keys) if keys else {}
     fresh: dict[str, tuple] = {}
     out = []
@@ -526,37 +536,45 @@ def compare(user: AnyUser, query: CompareQuery) -> Comparison:
         measurements = measurements.filter(metric=query.metric)
     rows: dict[tuple[str, str, str], Row] = {}
     truncated = False
-    for (
-        pk,
-        job_id,
-        benchmark,
-        case,
-        metric,
-        unit,
-        value,
-        samples,
-        better,
-    ) in measurements.values_list(
-        "id", "job_id", "benchmark", "case", "metric", "unit", "value", "samples", "better"
-    ).iterator(chunk_size=2000):
-        key = (benchmark, canonical(case), metric)
+    # The case and samples as PostgreSQL's jsonb text: canonical (jsonb orders keys
+    # itself), so equal cases have equal text with no parse-and-dump per row.
+    found = measurements.annotate(
+        case_text=Cast("case", TextField()), samples_text=Cast("samples", TextField())
+    ).values_list(
+        "id",
+        "job_id",
+        "benchmark",
+        "case_text",
+        "metric",
+        "unit",
+        "value",
+        "samples_text",
+        "better",
+    )
+    for pk, job_id, benchmark, case, metric, unit, value, samples, better in found.iterator(
+        chunk_size=2000
+    ):
+        key = (benchmark, case, metric)
         row = rows.get(key)
         if row is None:
             if len(rows) >= MAX_ROWS:
                 truncated = True
                 continue
-            row = rows[key] = Row(benchmark, case, metric, unit, better, [None] * len(jobs))
+            row = rows[key] = Row(
+                benchmark, json.loads(case), metric, unit, better, [None] * len(jobs), case
+            )
         i = index[job_id]
         if row.cells[i] is not None:
-            if "repeated case" not in row.flags:
-                row.flags.append("repeated case: the first measurement of a job is used")
+            if REPEATED not in row.flags:
+                row.flags.append(REPEATED)
             continue
+        parsed = json.loads(samples) if samples else []
         clean = (
-            [float(s) for s in samples if isinstance(s, int | float)]
-            if isinstance(samples, list)
+            [float(s) for s in parsed if isinstance(s, int | float)]
+            if isinstance(parsed, list)
             else []
         )
-        row.cells[i] = Cell(job_id, pk, float(value), unit, len(clean), clean)
+        row.cells[i] = Cell(job_id, pk, float(value), unit, len(clean), clean, samples or "")
     base_i = index[base_id]
     pairs: list[tuple[Cell, Cell]] = []
     for row in rows.values():
@@ -691,6 +709,34 @@ def _segments(values: Sequence[float], starts: list[int], seed: int = 0) -> list
     return segments
 
 
+def _change_points(values: list[float]) -> list[int]:
+    """detect.change_points, remembered by the series it was asked about.
+
+    PELT on an L1 cost is quadratic in the runs in the worst case (seconds for 1,000 on
+    a busy machine), and a history only changes when a run is added: the same series,
+    under the same detector settings, always has the same answer.
+    """
+    if len(values) < 2:
+        return []
+    settings = (detect.ALPHA, detect.MIN_EFFECT, detect.MIN_SEGMENT, detect.PENALTY_FACTOR)
+    digest = hashlib.sha256(repr((settings, values)).encode()).hexdigest()
+    key = f"results:change-points:{digest}"
+    found = cache.get(key)
+    if found is None:
+        found = detect.change_points(values)
+        cache.set(key, found, RATIO_CACHE_S)
+    return list(found)
+
+
+# How many raw samples, counted in the database: a history needs the count, not 1,000 lists.
+SAMPLE_COUNT = RawSQL(
+    "CASE WHEN jsonb_typeof(jobs_measurement.samples) = 'array' "
+    "THEN jsonb_array_length(jobs_measurement.samples) ELSE 0 END",
+    [],
+    output_field=IntegerField(),
+)
+
+
 def history(user: AnyUser, query: HistoryQuery) -> History:
     """The newest ``limit`` runs of one case on one environment identity, oldest first.
 
@@ -705,17 +751,17 @@ def history(user: AnyUser, query: HistoryQuery) -> History:
             metric=query.metric,
             case=query.case,
         )
+        .annotate(n_samples=SAMPLE_COUNT)
         .order_by("-job__created_at", "-job_id", "-id")
-        .values_list("job_id", "job__created_at", "value", "samples", "unit", "better")[
+        .values_list("job_id", "job__created_at", "value", "n_samples", "unit", "better")[
             : query.limit
         ]
     )[::-1]
     points = [
-        Point(job_id, at, float(value), len(samples) if isinstance(samples, list) else 0)
-        for job_id, at, value, samples, _, _ in rows
+        Point(job_id, at, float(value), n_samples) for job_id, at, value, n_samples, _, _ in rows
     ]
     values = [p.value for p in points]
-    starts = change_points(values) if len(values) >= 2 else []
+    starts = _change_points(values)
     unit = rows[-1][4] if rows else ""
     better = rows[-1][5] if rows else ""
     return History(query, unit, better, points, starts, _segments(values, starts))
