@@ -16,8 +16,10 @@ view, template, pygal; no HTTP socket), ``--requests`` times each after warm-up:
   history page  /history/?…
 
 Compare reads ratio intervals from the cache once computed (results.compare._ratios),
-so "cold" is also measured: the first request of --cold distinct job pairs, each pair
-never compared before in this process (the cache is the process's local memory).
+and history its change points, so "cold" is also measured: the first request of
+--cold distinct job pairs never compared before in this process (the cache is the
+process's local memory), and the first history request of --cold-history cases. The
+anchor, in the same run, is GET /api/v1/kinds/ (authenticated, no database rows).
 
     .venv/bin/python bench/compare.py               # 5,000 jobs x 200 cases = 1,000,000
     .venv/bin/python bench/compare.py --requests 200
@@ -237,6 +239,8 @@ def measure(args: argparse.Namespace) -> dict:
         }
     )
     report: dict = {"measurements": count, "jobs": len(ids), "cases": args.cases}
+    # One request to load what a first request loads (URL conf, templates, schema).
+    assert api.get(f"/api/v1/compare/?jobs={ids[-1]},{ids[-2]}").status_code == 200
     # cold: pairs never compared in this process
     cold = []
     for i in range(args.cold):
@@ -247,6 +251,25 @@ def measure(args: argparse.Namespace) -> dict:
     report["compare API, cold (first view of a pair)"] = {
         "p50_ms": round(statistics.median(cold), 1), "p95_ms": round(p95(cold), 1), "n": len(cold)
     }  # fmt: skip
+    cold_history = []
+    for i in range(args.cold_history):
+        other = urlencode(
+            {
+                "benchmark": GEMM,
+                "metric": "throughput",
+                "case": json.dumps(cases(args.cases)[i]),
+                "fingerprint": fingerprint,
+            }
+        )
+        t = time.perf_counter()
+        assert api.get(f"/api/v1/history/?{other}").status_code == 200
+        cold_history.append((time.perf_counter() - t) * 1000)
+    if cold_history:
+        report["history API, cold (change points computed)"] = {
+            "each_ms": [round(t) for t in cold_history]
+        }
+    # The anchor, in the same run: a trivial authenticated API read (the kinds list).
+    report["anchor: GET /api/v1/kinds/"] = timed(api, "/api/v1/kinds/", args.requests)
     report["compare API"] = timed(api, f"/api/v1/compare/?{query}", args.requests)
     report["compare page"] = timed(page, f"/compare/?{query}", args.requests)
     report["history API"] = timed(api, f"/api/v1/history/?{history}", args.requests)
@@ -275,6 +298,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--cold", type=int, default=20)
+    parser.add_argument("--cold-history", type=int, default=3)
     parser.add_argument("--reseed", action="store_true")
     args = parser.parse_args()
     dbname = f"rocpath_bench_compare_{args.jobs}x{args.cases}x{args.samples}_v{SEED_VERSION}"
