@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 import pygal
@@ -54,6 +54,17 @@ def _render(chart: pygal.graph.graph.Graph) -> SafeString:
     # needs none, and pages then need no script-src exception for charts.
     svg = _SCRIPT.sub("", chart.render(is_unicode=True)).replace(_TOOLTIP_STYLE, "")
     return mark_safe(svg)  # noqa: S308 - pygal escapes the labels and values it draws
+
+
+def _remembered(parts: object, draw: Callable[[], SafeString]) -> SafeString:
+    """A chart drawn once per content: pygal takes ~10 ms per 100 points, and a
+    permalink is reopened with the same numbers. The key is what the chart draws."""
+    key = "portal:chart:" + hashlib.sha256(repr(parts).encode()).hexdigest()
+    if (svg := cache.get(key)) is not None:
+        return mark_safe(svg)  # noqa: S308 - pygal's output, stored as it was drawn
+    svg = draw()
+    cache.set(key, str(svg), CHART_CACHE_S)
+    return svg
 
 
 def xy_chart(
@@ -101,32 +112,22 @@ def bar_chart(
     *,
     y_title: str,
 ) -> SafeString:
-    """Grouped bars: one group per label (a case), one bar per series (a job) in each.
+    """Grouped bars: one group per label (a case), one bar per series (a job) in each."""
 
-    Remembered by what it draws (pygal takes ~10 ms per 100 bars, and a compare
-    permalink is reopened with the same numbers).
-    """
-    key = (
-        "portal:bar-chart:"
-        + hashlib.sha256(
-            repr((title, list(labels), sorted(series.items()), y_title)).encode()
-        ).hexdigest()
-    )
-    if (svg := cache.get(key)) is not None:
-        return mark_safe(svg)  # noqa: S308 - pygal's output, stored as it was drawn
-    chart = pygal.Bar(
-        title=title,
-        y_title=y_title,
-        x_label_rotation=30,
-        truncate_label=40,
-        **_COMMON,
-    )
-    chart.x_labels = list(labels)
-    for name, values in series.items():
-        chart.add(name, [None if v is None else float(v) for v in values])
-    svg = _render(chart)
-    cache.set(key, str(svg), CHART_CACHE_S)
-    return svg
+    def draw() -> SafeString:
+        chart = pygal.Bar(
+            title=title,
+            y_title=y_title,
+            x_label_rotation=30,
+            truncate_label=40,
+            **_COMMON,
+        )
+        chart.x_labels = list(labels)
+        for name, values in series.items():
+            chart.add(name, [None if v is None else float(v) for v in values])
+        return _render(chart)
+
+    return _remembered(("bar", title, list(labels), sorted(series.items()), y_title), draw)
 
 
 def history_chart(
@@ -137,15 +138,19 @@ def history_chart(
     y_title: str,
 ) -> SafeString:
     """One case's values over time, with the first run of each new segment marked."""
-    chart = pygal.DateTimeLine(
-        title=title,
-        y_title=y_title,
-        x_label_rotation=20,
-        x_value_formatter=lambda d: d.strftime("%Y-%m-%d %H:%M"),
-        dots_size=2,
-        **_COMMON,
-    )
-    chart.add("value", list(points))
-    if marks:
-        chart.add("change point", list(marks), stroke=False, dots_size=7)
-    return _render(chart)
+
+    def draw() -> SafeString:
+        chart = pygal.DateTimeLine(
+            title=title,
+            y_title=y_title,
+            x_label_rotation=20,
+            x_value_formatter=lambda d: d.strftime("%Y-%m-%d %H:%M"),
+            dots_size=2,
+            **_COMMON,
+        )
+        chart.add("value", list(points))
+        if marks:
+            chart.add("change point", list(marks), stroke=False, dots_size=7)
+        return _render(chart)
+
+    return _remembered(("history", title, list(points), list(marks), y_title), draw)

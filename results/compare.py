@@ -52,6 +52,16 @@ MAX_ROWS = 5000  # cases in one comparison
 MAX_HISTORY = 1000  # runs in one history
 RATIO_CACHE_S = 7 * 24 * 3600  # a ratio of two stored measurements never changes
 
+# How many raw samples, counted in the database: a page needs the count, not
+# the lists (parsed only for an interval not yet in the cache).
+SAMPLE_COUNT = RawSQL(
+    "CASE WHEN jsonb_typeof(jobs_measurement.samples) = 'array' "
+    "THEN jsonb_array_length(jobs_measurement.samples) ELSE 0 END",
+    [],
+    output_field=IntegerField(),
+)
+
+
 # Query parameter -> Environment field, for the facets a comparison filters on.
 FACETS: dict[str, str] = {
     "vendor": "gpu_vendor",
@@ -280,12 +290,18 @@ class Cell:
     value: float
     unit: str
     n_samples: int
-    samples: list[float] = field(repr=False)
-    samples_text: str = field(default="", repr=False)  # as stored: what the cache key hashes
+    samples_text: str = field(default="", repr=False)  # jsonb text, as stored
     ratio: Ratio | None = None
     # better / worse (the interval excludes 1, read in the metric's better direction),
     # even (it includes 1), "" (no interval: a side had fewer than two samples)
     reading: str = ""
+
+    def samples(self) -> list[float]:
+        """The raw samples, parsed only when an interval must be computed (a cache miss)."""
+        parsed = json.loads(self.samples_text) if self.samples_text else []
+        if not isinstance(parsed, list):
+            return []
+        return [float(s) for s in parsed if isinstance(s, int | float)]
 
 
 @dataclass
@@ -494,7 +510,7 @@ def _ratios(pairs: list[tuple[Cell, Cell]], seed: int) -> list[Ratio]:
     keys = [
         "results:ratio:"
         + hashlib.sha256(
-            repr((seed, b.samples or b.value, c.samples or c.value)).encode()
+            f"{seed}|{b.samples_text}|{b.value!r}|{c.samples_text}|{c.value!r}".encode()
         ).hexdigest()
         for b, c in pairs
     ]
@@ -506,7 +522,7 @@ def _ratios(pairs: list[tuple[Cell, Cell]], seed: int) -> list[Ratio]:
             out.append(Ratio(*known[key]))
             continue
         ratio = ratio_interval(
-            base.samples or [base.value], cell.samples or [cell.value], seed=seed
+            base.samples() or [base.value], cell.samples() or [cell.value], seed=seed
         )
         fresh[key] = (ratio.value, ratio.low, ratio.high, ratio.n_baseline, ratio.n_current)
         out.append(ratio)
@@ -539,7 +555,9 @@ def compare(user: AnyUser, query: CompareQuery) -> Comparison:
     # The case and samples as PostgreSQL's jsonb text: canonical (jsonb orders keys
     # itself), so equal cases have equal text with no parse-and-dump per row.
     found = measurements.annotate(
-        case_text=Cast("case", TextField()), samples_text=Cast("samples", TextField())
+        case_text=Cast("case", TextField()),
+        samples_text=Cast("samples", TextField()),
+        n_samples=SAMPLE_COUNT,
     ).values_list(
         "id",
         "job_id",
@@ -549,11 +567,21 @@ def compare(user: AnyUser, query: CompareQuery) -> Comparison:
         "unit",
         "value",
         "samples_text",
+        "n_samples",
         "better",
     )
-    for pk, job_id, benchmark, case, metric, unit, value, samples, better in found.iterator(
-        chunk_size=2000
-    ):
+    for (
+        pk,
+        job_id,
+        benchmark,
+        case,
+        metric,
+        unit,
+        value,
+        samples,
+        n_samples,
+        better,
+    ) in found.iterator(chunk_size=2000):
         key = (benchmark, case, metric)
         row = rows.get(key)
         if row is None:
@@ -568,13 +596,7 @@ def compare(user: AnyUser, query: CompareQuery) -> Comparison:
             if REPEATED not in row.flags:
                 row.flags.append(REPEATED)
             continue
-        parsed = json.loads(samples) if samples else []
-        clean = (
-            [float(s) for s in parsed if isinstance(s, int | float)]
-            if isinstance(parsed, list)
-            else []
-        )
-        row.cells[i] = Cell(job_id, pk, float(value), unit, len(clean), clean, samples or "")
+        row.cells[i] = Cell(job_id, pk, float(value), unit, n_samples, samples or "")
     base_i = index[base_id]
     pairs: list[tuple[Cell, Cell]] = []
     for row in rows.values():
@@ -709,32 +731,25 @@ def _segments(values: Sequence[float], starts: list[int], seed: int = 0) -> list
     return segments
 
 
-def _change_points(values: list[float]) -> list[int]:
-    """detect.change_points, remembered by the series it was asked about.
+def _detect(values: list[float]) -> tuple[list[int], list[Segment]]:
+    """detect.change_points and the segments between them, remembered by the series.
 
     PELT on an L1 cost is quadratic in the runs in the worst case (seconds for 1,000 on
-    a busy machine), and a history only changes when a run is added: the same series,
-    under the same detector settings, always has the same answer.
+    a busy machine), and so is a bootstrap per segment; a history only changes when a
+    run is added, and the same series under the same detector settings always has the
+    same answer.
     """
     if len(values) < 2:
-        return []
+        return [], _segments(values, [])
     settings = (detect.ALPHA, detect.MIN_EFFECT, detect.MIN_SEGMENT, detect.PENALTY_FACTOR)
     digest = hashlib.sha256(repr((settings, values)).encode()).hexdigest()
-    key = f"results:change-points:{digest}"
+    key = f"results:history-segments:{digest}"
     found = cache.get(key)
     if found is None:
-        found = detect.change_points(values)
+        starts = detect.change_points(values)
+        found = (starts, _segments(values, starts))
         cache.set(key, found, RATIO_CACHE_S)
-    return list(found)
-
-
-# How many raw samples, counted in the database: a history needs the count, not 1,000 lists.
-SAMPLE_COUNT = RawSQL(
-    "CASE WHEN jsonb_typeof(jobs_measurement.samples) = 'array' "
-    "THEN jsonb_array_length(jobs_measurement.samples) ELSE 0 END",
-    [],
-    output_field=IntegerField(),
-)
+    return list(found[0]), list(found[1])
 
 
 def history(user: AnyUser, query: HistoryQuery) -> History:
@@ -761,7 +776,7 @@ def history(user: AnyUser, query: HistoryQuery) -> History:
         Point(job_id, at, float(value), n_samples) for job_id, at, value, n_samples, _, _ in rows
     ]
     values = [p.value for p in points]
-    starts = _change_points(values)
+    starts, segments = _detect(values)
     unit = rows[-1][4] if rows else ""
     better = rows[-1][5] if rows else ""
-    return History(query, unit, better, points, starts, _segments(values, starts))
+    return History(query, unit, better, points, starts, segments)
