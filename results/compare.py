@@ -581,7 +581,7 @@ def compare(user: AnyUser, query: CompareQuery) -> Comparison:
         samples,
         n_samples,
         better,
-    ) in found.iterator(chunk_size=2000):
+    ) in found:  # one round trip: a server-side cursor would add two
         key = (benchmark, case, metric)
         row = rows.get(key)
         if row is None:
