@@ -194,18 +194,23 @@ def p95(times: list[float]) -> float:
 def timed(client, url: str, n: int, warm: int = 5) -> dict:
     for _ in range(warm):
         assert client.get(url).status_code == 200, url
-    times = []
+    times, cpu = [], []
     size = 0
     for _ in range(n):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         response = client.get(url)
         times.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
         assert response.status_code == 200, url
         size = len(response.content)
     return {
         "p50_ms": round(statistics.median(times), 1),
         "p95_ms": round(p95(times), 1),
         "max_ms": round(max(times), 1),
+        # this process's CPU per request (not PostgreSQL's): the work, without the wait
+        # for a CPU on a loaded machine
+        "cpu_p50_ms": round(statistics.median(cpu), 1),
+        "cpu_p95_ms": round(p95(cpu), 1),
         "bytes": size,
         "n": n,
     }
@@ -241,7 +246,13 @@ def measure(args: argparse.Namespace) -> dict:
             "fingerprint": fingerprint,
         }
     )
-    report: dict = {"measurements": count, "jobs": len(ids), "cases": args.cases}
+    report: dict = {
+        "measurements": count,
+        "jobs": len(ids),
+        "cases": args.cases,
+        "load average at start": os.getloadavg(),
+        "cpus": os.cpu_count(),
+    }
     # One request to load what a first request loads (URL conf, templates, schema).
     assert api.get(f"/api/v1/compare/?jobs={ids[-1]},{ids[-2]}").status_code == 200
     # cold: pairs never compared in this process
@@ -314,7 +325,9 @@ def main() -> None:
         seed(args)
     else:
         print(f"reusing the seed in {dbname}", flush=True)
-    print(json.dumps(measure(args), indent=2))
+    report = measure(args)
+    report["load average at end"] = os.getloadavg()
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
