@@ -22,6 +22,8 @@ urlpatterns = [
         views.artifact_download,
         name="artifact-download",
     ),
+    path("compare/", views.compare_page, name="compare"),
+    path("history/", views.history_page, name="history"),
     path("projects/", views.project_list, name="projects"),
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("projects/<int:pk>/porting/", views.project_porting, name="project-porting"),
