@@ -1,0 +1,326 @@
+"""Measure the regression detector on real A/A runs and planted slowdowns.
+
+    # collect: run the real blas-bench runner (python -m stack run blas-bench) N times,
+    # each run a fresh process as a job would be; needs only numpy (+ torch), no Django
+    .venv/bin/python bench/detector.py collect --runs 60 --backends numpy,torch --device cpu \
+        --sizes 512,1024 --precisions fp32 --out docs/results/detector/cpu-gemm.json
+    # on a GPU machine (torch with CUDA):
+    python bench/detector.py collect --runs 60 --backends torch --device cuda \
+        --sizes 4096,8192 --precisions fp32,bf16 --out docs/results/detector/h200-gemm.json
+
+    # evaluate: false positives on the A/A series, detection of planted 5 % / 10 %
+    # slowdowns, for our verdicts and change points, a Conbench-style z = 5 lookback and
+    # a plain 5 % threshold, on the same data
+    .venv/bin/python bench/detector.py evaluate docs/results/detector/cpu-gemm.json \
+        --report docs/results/detector/cpu-gemm-evaluation.json
+
+A series is one case + metric (the throughput, higher is better) across the runs; each
+run keeps its median and its raw samples. A planted slowdown of s multiplies a run's
+time samples by 1 + s (its throughput samples are divided by it): real noise, a known
+change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+RUNNER = [sys.executable, "-m", "stack", "run", "blas-bench"]
+METRIC = "throughput"  # the figure a regression is about: higher is better
+
+
+# --------------------------------------------------------------------------
+# collect
+# --------------------------------------------------------------------------
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def runner_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The blas-bench params of one A/A run: GEMM only, no check (it is not timed anyway)."""
+    params: dict[str, Any] = {
+        "families": ["gemm"],
+        "backends": _csv(args.backends),
+        "device": args.device,
+        "precisions": _csv(args.precisions),
+        "sizes": [int(s) for s in _csv(args.sizes)],
+        "check": False,
+        "telemetry": args.device != "cpu",
+        "environment": False,
+        "case_budget_s": args.case_budget_s,
+        "min_sampling_s": args.min_sampling_s,
+        # target_cv 0: every run samples for its whole budget, so runs have like sample
+        # counts and the loop's stopping rule does not differ from run to run.
+        "target_cv": 0.0,
+    }
+    if args.extra_params:
+        params.update(json.loads(args.extra_params))
+    return params
+
+
+def run_once(params: dict[str, Any], env: dict[str, str]) -> list[dict[str, Any]]:
+    """One fresh runner process; its throughput measurements (value, samples, case)."""
+    with tempfile.TemporaryDirectory(prefix="detector-") as tmp:
+        pfile = Path(tmp) / "params.json"
+        pfile.write_text(json.dumps(params))
+        out = Path(tmp) / "out"
+        proc = subprocess.run(
+            [*RUNNER, "--params", str(pfile), "--out", str(out)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+        result_file = out / "result.json"
+        if not result_file.exists():
+            raise RuntimeError(f"runner exited {proc.returncode}: {proc.stderr[-2000:]}")
+        result = json.loads(result_file.read_text())
+    return [m for m in result.get("measurements", []) if m["metric"] == METRIC]
+
+
+def collect(args: argparse.Namespace) -> int:
+    params = runner_params(args)
+    env = dict(os.environ)
+    if args.threads:
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = str(args.threads)
+    series: dict[str, dict[str, Any]] = {}
+    started = time.time()
+    for i in range(args.runs):
+        t0 = time.time()
+        for m in run_once(params, env):
+            key = json.dumps(m["case"], sort_keys=True)
+            s = series.setdefault(
+                key,
+                {"case": m["case"], "metric": m["metric"], "unit": m["unit"],
+                 "better": m["better"], "runs": []},
+            )  # fmt: skip
+            s["runs"].append(
+                {"run": i, "value": m["value"], "samples": m.get("samples") or [], "t": t0}
+            )
+        print(f"run {i + 1}/{args.runs}: {time.time() - t0:.1f} s", file=sys.stderr, flush=True)
+    data = {
+        "meta": {
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "runner": "python -m stack run blas-bench",
+            "params": params,
+            "threads": args.threads or None,
+            "host": platform.node(),
+            "machine": platform.platform(),
+            "cpus": os.cpu_count(),
+            "collected_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "wall_s": round(time.time() - started, 1),
+        },
+        "series": list(series.values()),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=1))
+    print(f"{len(series)} series x {args.runs} runs -> {out}", file=sys.stderr)
+    return 0
+
+
+# --------------------------------------------------------------------------
+# evaluate
+# --------------------------------------------------------------------------
+
+Alarm = Callable[..., Any]
+
+
+def slowed(samples: Sequence[float], s: float, higher_is_better: bool) -> list[float]:
+    """Samples of a run s slower: time x (1 + s), so a rate / (1 + s)."""
+    f = 1.0 / (1.0 + s) if higher_is_better else (1.0 + s)
+    return [x * f for x in samples]
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from results.detect import change_points, compare_samples
+
+    rng = np.random.default_rng(args.seed)
+    report: dict[str, Any] = {"inputs": [], "config": vars(args).copy(), "series": []}
+    report["config"].pop("func", None)
+    totals: dict[str, dict[str, list[int]]] = {}
+
+    def tally(method: str, scenario: str, alarms: int, trials: int) -> None:
+        t = totals.setdefault(method, {}).setdefault(scenario, [0, 0])
+        t[0] += alarms
+        t[1] += trials
+
+    for path in args.files:
+        data = json.loads(Path(path).read_text())
+        report["inputs"].append({"file": str(path), "meta": data.get("meta", {})})
+        for s in data["series"]:
+            runs = [r for r in s["runs"] if r["samples"]]
+            if len(runs) < 12:
+                continue
+            hib = s["better"] == "higher"
+            values = np.array([r["value"] for r in runs])
+            samples = [r["samples"] for r in runs]
+            n = len(runs)
+            row = {
+                "case": s["case"],
+                "runs": n,
+                "median": float(np.median(values)),
+                "run_to_run_cv": float(np.std(values, ddof=1) / np.mean(values)),
+                "within_run_cv_median": float(
+                    np.median([np.std(x, ddof=1) / np.mean(x) for x in samples])
+                ),
+                "verdicts_aa": {},
+            }
+            # Pairs (baseline run i, current run j), i != j, sampled without repeats.
+            all_pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+            take = rng.choice(len(all_pairs), size=min(args.pairs, len(all_pairs)), replace=False)
+            pairs = [all_pairs[k] for k in sorted(take)]
+
+            # --- two-sample verdicts and the plain threshold -----------------
+            counts: dict[str, int] = {}
+            for scenario in ("aa", *(f"slow{int(p * 100)}" for p in args.slowdowns)):
+                fraction = 0.0 if scenario == "aa" else int(scenario[4:]) / 100
+                alarms = plain = 0
+                for i, j in pairs:
+                    cur = samples[j] if scenario == "aa" else slowed(samples[j], fraction, hib)
+                    d = compare_samples(samples[i], cur, higher_is_better=hib, seed=i * n + j)
+                    if scenario == "aa":
+                        counts[d.verdict] = counts.get(d.verdict, 0) + 1
+                        alarms += d.verdict in ("regressed", "improved")
+                    else:
+                        alarms += d.verdict == "regressed"
+                    cur_value = float(np.median(cur))
+                    change = cur_value / values[i] - 1.0
+                    change = change if hib else -change
+                    if scenario == "aa":
+                        plain += abs(change) > args.threshold
+                    else:
+                        plain += change < -args.threshold
+                tally("verdict (Mann-Whitney + effect + interval)", scenario, alarms, len(pairs))
+                tally(f"plain {int(args.threshold * 100)} % threshold", scenario, plain, len(pairs))
+            row["verdicts_aa"] = counts
+
+            # --- Conbench-style lookback z-score on run values ---------------
+            for scenario in ("aa", *(f"slow{int(p * 100)}" for p in args.slowdowns)):
+                fraction = 0.0 if scenario == "aa" else int(scenario[4:]) / 100
+                alarms = trials = 0
+                for j in range(args.min_history, n):
+                    hist = values[max(0, j - args.lookback) : j]
+                    sd = float(np.std(hist, ddof=1))
+                    v = values[j]
+                    if scenario != "aa":
+                        v = v / (1.0 + fraction) if hib else v * (1.0 + fraction)
+                    z = (v - float(np.mean(hist))) / sd if sd > 0 else 0.0
+                    z = z if hib else -z
+                    alarms += (abs(z) > args.z) if scenario == "aa" else (z < -args.z)
+                    trials += 1
+                tally(
+                    f"Conbench z > {args.z:g} (lookback {args.lookback})", scenario, alarms, trials
+                )
+
+            # --- change points over history -----------------------------------
+            # A/A: the series in its real order, then shuffled orders (runs of an A/A
+            # series are exchangeable; the real order keeps any drift the machine had).
+            orders = [np.arange(n)] + [rng.permutation(n) for _ in range(args.shuffles)]
+            false_series = false_points = positions = 0
+            for order in orders:
+                cps = change_points(values[order])
+                false_series += bool(cps)
+                false_points += len(cps)
+                positions += n - 1
+            row["change_points_real_order"] = change_points(values)
+            tally("change points: any in an A/A series", "aa", false_series, len(orders))
+            tally("change points: per run", "aa", false_points, positions)
+            for p in args.slowdowns:
+                caught = extra = 0
+                for order in orders:
+                    step = int(rng.integers(n // 4, n - n // 4))
+                    v = values[order].copy()
+                    v[step:] = v[step:] / (1.0 + p) if hib else v[step:] * (1.0 + p)
+                    cps = change_points(v)
+                    hit = any(abs(c - step) <= args.tolerance for c in cps)
+                    caught += hit
+                    extra += len(cps) - hit
+                tally(
+                    "change points: any in an A/A series",
+                    f"slow{int(p * 100)}",
+                    caught,
+                    len(orders),
+                )
+            report["series"].append(row)
+
+    report["rates"] = {
+        method: {sc: {"alarms": a, "trials": t, "rate": a / t if t else None}
+                 for sc, (a, t) in scen.items()}
+        for method, scen in totals.items()
+    }  # fmt: skip
+    print_table(report["rates"], args.slowdowns)
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+def print_table(rates: dict[str, dict[str, dict[str, Any]]], slowdowns: Sequence[float]) -> None:
+    cols = ["aa", *(f"slow{int(p * 100)}" for p in slowdowns)]
+    head = ["method", "A/A false alarms", *(f"{c[4:]} % caught" for c in cols[1:])]
+    print("| " + " | ".join(head) + " |")
+    print("| --- |" + " ---: |" * (len(head) - 1))
+    for method, scen in rates.items():
+        cells = []
+        for c in cols:
+            r = scen.get(c)
+            cells.append(f"{100 * r['rate']:.1f} % ({r['alarms']}/{r['trials']})" if r else "-")
+        print(f"| {method} | " + " | ".join(cells) + " |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(required=True)
+    c = sub.add_parser("collect", help="run the blas-bench runner N times (A/A series)")
+    c.add_argument("--runs", type=int, default=60)
+    c.add_argument("--backends", default="numpy,torch")
+    c.add_argument("--device", default="cpu", help="cpu, cuda or auto (blas-bench's device)")
+    c.add_argument("--sizes", default="512,1024")
+    c.add_argument("--precisions", default="fp32")
+    c.add_argument("--case-budget-s", type=float, default=1.0)
+    c.add_argument("--min-sampling-s", type=float, default=0.5)
+    c.add_argument("--threads", type=int, default=0, help="OMP/OpenBLAS/MKL threads (0: leave)")
+    c.add_argument("--extra-params", default="", help="JSON merged into the runner's params")
+    c.add_argument("--out", required=True)
+    c.set_defaults(func=collect)
+    e = sub.add_parser("evaluate", help="false positives and detection on saved series")
+    e.add_argument("files", nargs="+")
+    e.add_argument("--slowdowns", type=lambda t: [float(x) for x in _csv(t)], default=[0.05, 0.10])
+    e.add_argument("--pairs", type=int, default=300, help="baseline/current pairs per series")
+    e.add_argument("--threshold", type=float, default=0.05, help="the plain threshold")
+    e.add_argument("--z", type=float, default=5.0, help="Conbench's z threshold")
+    e.add_argument("--lookback", type=int, default=100, help="Conbench's lookback (runs)")
+    e.add_argument("--min-history", type=int, default=10)
+    e.add_argument("--shuffles", type=int, default=40, help="shuffled A/A orders per series")
+    e.add_argument("--tolerance", type=int, default=2, help="runs a change point may be off")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--report", default="")
+    e.set_defaults(func=evaluate)
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
