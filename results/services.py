@@ -196,7 +196,7 @@ def _compare_with(job: Job, baseline: Baseline) -> list[Verdict]:
         # Ours are those stamped now: a concurrent comparison that won a conflict wrote
         # its own stamp, and it announces its own regressions.
         mine = list(Verdict.objects.filter(job=job, benchmark=baseline.benchmark, created_at=now))
-        regressed = [v.pk for v in mine if v.verdict == VerdictKind.REGRESSED]
+        regressed = sorted(v.pk for v in mine if v.verdict == VerdictKind.REGRESSED)
         if regressed:
             announce_regressions(
                 project_id=job.project_id,
