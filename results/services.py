@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet, Subquery
+from django.db.models import Case, Count, QuerySet, Subquery, Value, When
 from django.utils import timezone
 
 from jobs.choices import Better, JobStatus
@@ -22,7 +22,7 @@ from jobs.models import Job, Measurement
 from results.detect import compare_samples
 from results.models import Baseline, Verdict, VerdictKind
 from results.signals import announce_regressions
-from teams.access import AnyUser, can_write, team_ids
+from teams.access import AnyUser, team_ids
 
 
 class BaselineError(ValueError):
@@ -98,8 +98,13 @@ def baselines_for(user: AnyUser) -> QuerySet[Baseline]:
     )
 
 
-def can_pin(user: AnyUser, job: Job) -> bool:
-    return can_write(user, job.team_id)
+def baselines_in_scope(job: Job) -> QuerySet[Baseline]:
+    """The baselines the job is (or would be) compared with: its project and environment."""
+    if job.project_id is None or job.environment_id is None:
+        return Baseline.objects.none()
+    return Baseline.objects.filter(
+        project_id=job.project_id, fingerprint=job.environment.fingerprint
+    ).select_related("job")
 
 
 def has_baseline_in_scope(job_id: int) -> bool:
@@ -207,9 +212,32 @@ def _compare_with(job: Job, baseline: Baseline) -> list[Verdict]:
     return mine
 
 
+VERDICT_ORDER = [
+    VerdictKind.REGRESSED,
+    VerdictKind.NOISY,
+    VerdictKind.IMPROVED,
+    VerdictKind.UNCHANGED,
+]
+
+
 def verdicts_of(job: Job) -> QuerySet[Verdict]:
     """A job's verdicts, worst first (regressed, noisy, improved, unchanged)."""
-    return Verdict.objects.filter(job=job).order_by("benchmark", "metric", "id")
+    rank = Case(
+        *(When(verdict=v, then=Value(i)) for i, v in enumerate(VERDICT_ORDER)),
+        default=Value(len(VERDICT_ORDER)),
+    )
+    return Verdict.objects.filter(job=job).order_by(rank, "benchmark", "metric", "id")
+
+
+def verdict_counts(job: Job) -> dict[str, int]:
+    """How many verdicts of each kind the job has, in VERDICT_ORDER."""
+    found = dict(
+        Verdict.objects.filter(job=job)
+        .values_list("verdict")
+        .annotate(n=Count("id"))
+        .values_list("verdict", "n")
+    )
+    return {v: found[v] for v in VERDICT_ORDER if v in found}
 
 
 def open_regressions(user: AnyUser) -> QuerySet[Verdict]:
