@@ -237,7 +237,7 @@ def verdict_counts(job: Job) -> dict[str, int]:
         .annotate(n=Count("id"))
         .values_list("verdict", "n")
     )
-    return {v: found[v] for v in VERDICT_ORDER if v in found}
+    return {v.value: found[v.value] for v in VERDICT_ORDER if v.value in found}
 
 
 def open_regressions(user: AnyUser) -> QuerySet[Verdict]:
