@@ -41,6 +41,9 @@ if str(ROOT) not in sys.path:
 
 RUNNER = [sys.executable, "-m", "stack", "run", "blas-bench"]
 METRIC = "throughput"  # the figure a regression is about: higher is better
+HISTORY_RUNS = 30  # as results.services.HISTORY_RUNS: the runs that tell run-to-run noise
+VERDICT = "verdict (Mann-Whitney + effect + run-to-run noise)"
+VERDICT_RAW = "verdict on raw samples alone (no history)"
 
 
 # --------------------------------------------------------------------------
@@ -173,6 +176,10 @@ def evaluate(args: argparse.Namespace) -> int:
             runs = [r for r in s["runs"] if r["samples"]]
             if len(runs) < 12:
                 continue
+            if args.order == "shuffled":
+                # Runs of an A/A series are exchangeable: a shuffle keeps their noise and
+                # removes what the machine did over time (a neighbour's load arriving).
+                runs = [runs[k] for k in rng.permutation(len(runs))]
             hib = s["better"] == "higher"
             values = np.array([r["value"] for r in runs])
             samples = [r["samples"] for r in runs]
@@ -185,54 +192,47 @@ def evaluate(args: argparse.Namespace) -> int:
                 "within_run_cv_median": float(
                     np.median([np.std(x, ddof=1) / np.mean(x) for x in samples])
                 ),
-                "verdicts_aa": {},
             }
-            # Pairs (baseline run i, current run j), i != j, sampled without repeats.
-            all_pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+            # Pairs (baseline run i, current run j), i < j, j with min_history runs before
+            # it: the baseline is an earlier job, as when one is pinned and later ones come.
+            all_pairs = [(i, j) for j in range(args.min_history, n) for i in range(j)]
             take = rng.choice(len(all_pairs), size=min(args.pairs, len(all_pairs)), replace=False)
             pairs = [all_pairs[k] for k in sorted(take)]
-
-            # --- two-sample verdicts and the plain threshold -----------------
-            counts: dict[str, int] = {}
+            conbench = f"Conbench z > {args.z:g} (lookback {args.lookback})"
+            plain_name = f"plain {int(args.threshold * 100)} % threshold"
             for scenario in ("aa", *(f"slow{int(p * 100)}" for p in args.slowdowns)):
                 fraction = 0.0 if scenario == "aa" else int(scenario[4:]) / 100
-                alarms = plain = 0
+                found = {VERDICT_RAW: 0, VERDICT: 0, plain_name: 0, conbench: 0}
+                counts: dict[str, int] = {}
                 for i, j in pairs:
                     cur = samples[j] if scenario == "aa" else slowed(samples[j], fraction, hib)
-                    d = compare_samples(samples[i], cur, higher_is_better=hib, seed=i * n + j)
-                    if scenario == "aa":
-                        counts[d.verdict] = counts.get(d.verdict, 0) + 1
-                        alarms += d.verdict in ("regressed", "improved")
-                    else:
-                        alarms += d.verdict == "regressed"
-                    cur_value = float(np.median(cur))
-                    change = cur_value / values[i] - 1.0
-                    change = change if hib else -change
-                    if scenario == "aa":
-                        plain += abs(change) > args.threshold
-                    else:
-                        plain += change < -args.threshold
-                tally("verdict (Mann-Whitney + effect + interval)", scenario, alarms, len(pairs))
-                tally(f"plain {int(args.threshold * 100)} % threshold", scenario, plain, len(pairs))
-            row["verdicts_aa"] = counts
-
-            # --- Conbench-style lookback z-score on run values ---------------
-            for scenario in ("aa", *(f"slow{int(p * 100)}" for p in args.slowdowns)):
-                fraction = 0.0 if scenario == "aa" else int(scenario[4:]) / 100
-                alarms = trials = 0
-                for j in range(args.min_history, n):
+                    history = values[max(0, j - HISTORY_RUNS) : j]
+                    raw = compare_samples(samples[i], cur, higher_is_better=hib, seed=i * n + j)
+                    ours = compare_samples(
+                        samples[i], cur, higher_is_better=hib, history=history, seed=i * n + j
+                    )
+                    counts[ours.verdict] = counts.get(ours.verdict, 0) + 1
+                    # the plain threshold: this run's median against the baseline run's
+                    v = float(np.median(cur))
+                    change = v / values[i] - 1.0 if hib else values[i] / v - 1.0
+                    # Conbench: this run's value against the mean and SD of the lookback
                     hist = values[max(0, j - args.lookback) : j]
                     sd = float(np.std(hist, ddof=1))
-                    v = values[j]
-                    if scenario != "aa":
-                        v = v / (1.0 + fraction) if hib else v * (1.0 + fraction)
                     z = (v - float(np.mean(hist))) / sd if sd > 0 else 0.0
                     z = z if hib else -z
-                    alarms += (abs(z) > args.z) if scenario == "aa" else (z < -args.z)
-                    trials += 1
-                tally(
-                    f"Conbench z > {args.z:g} (lookback {args.lookback})", scenario, alarms, trials
-                )
+                    if scenario == "aa":
+                        found[VERDICT_RAW] += raw.verdict in ("regressed", "improved")
+                        found[VERDICT] += ours.verdict in ("regressed", "improved")
+                        found[plain_name] += abs(change) > args.threshold
+                        found[conbench] += abs(z) > args.z
+                    else:
+                        found[VERDICT_RAW] += raw.verdict == "regressed"
+                        found[VERDICT] += ours.verdict == "regressed"
+                        found[plain_name] += change < -args.threshold
+                        found[conbench] += z < -args.z
+                for method, alarms in found.items():
+                    tally(method, scenario, alarms, len(pairs))
+                row[f"verdicts_{scenario}"] = counts
 
             # --- change points over history -----------------------------------
             # A/A: the series in its real order, then shuffled orders (runs of an A/A
@@ -273,8 +273,13 @@ def evaluate(args: argparse.Namespace) -> int:
     print_table(report["rates"], args.slowdowns)
     if args.report:
         Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.report).write_text(json.dumps(report, indent=1))
+        Path(args.report).write_text(json.dumps(report, indent=1, default=_plain))
     return 0
+
+
+def _plain(o: Any) -> Any:
+    """numpy scalars as Python numbers, for json."""
+    return o.item() if hasattr(o, "item") else str(o)
 
 
 def print_table(rates: dict[str, dict[str, dict[str, Any]]], slowdowns: Sequence[float]) -> None:
@@ -316,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--shuffles", type=int, default=40, help="shuffled A/A orders per series")
     e.add_argument("--tolerance", type=int, default=2, help="runs a change point may be off")
     e.add_argument("--seed", type=int, default=0)
+    e.add_argument(
+        "--order", choices=["real", "shuffled"], default="real",
+        help="the runs as collected, or shuffled once per series (drift removed)",
+    )  # fmt: skip
     e.add_argument("--report", default="")
     e.set_defaults(func=evaluate)
     args = ap.parse_args(argv)

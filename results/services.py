@@ -24,6 +24,10 @@ from results.models import Baseline, Verdict, VerdictKind
 from results.signals import announce_regressions
 from teams.access import AnyUser, team_ids
 
+# How many earlier runs of a scope tell its run-to-run noise (Conbench looks back 100;
+# 30 keep the query small and still give the spread to a few per cent).
+HISTORY_RUNS = 30
+
 
 class BaselineError(ValueError):
     """A job that cannot be pinned; ``field`` names what is wrong (for a 400)."""
@@ -162,18 +166,49 @@ def _sampled(job_id: int, benchmark: str) -> dict[tuple[str, str], Measurement]:
     return {(case_key(m.case), m.metric): m for m in rows if len(m.samples or []) >= 2}
 
 
+def _history(job: Job, baseline: Baseline) -> dict[tuple[str, str], list[float]]:
+    """Each case's values in the scope's last HISTORY_RUNS succeeded jobs before this one.
+
+    What tells a scope's run-to-run noise (results.detect.run_noise): the baseline job is
+    among them whenever it is recent enough, and the job being judged never is.
+    """
+    earlier = (
+        Job.objects.filter(
+            project_id=job.project_id,
+            environment__fingerprint=baseline.fingerprint,
+            status=JobStatus.SUCCEEDED,
+            pk__lt=job.pk,
+        )
+        .order_by("-pk")
+        .values_list("pk", flat=True)[:HISTORY_RUNS]
+    )
+    found: dict[tuple[str, str], list[float]] = {}
+    rows = Measurement.objects.filter(
+        job_id__in=list(earlier), benchmark=baseline.benchmark
+    ).values_list("job_id", "case", "metric", "value")
+    for _, case, metric, value in sorted(rows, key=lambda r: r[0]):
+        found.setdefault((case_key(case), metric), []).append(value)
+    return found
+
+
 def _compare_with(job: Job, baseline: Baseline) -> list[Verdict]:
     existing = Verdict.objects.filter(job=job, benchmark=baseline.benchmark)
     if existing.filter(baseline_job_id=baseline.job_id).exists():
         return []
     before = _sampled(baseline.job_id, baseline.benchmark)
+    history = _history(job, baseline)
     now = timezone.now()
     rows = []
     for key, m in _sampled(job.pk, baseline.benchmark).items():
         b = before.get(key)
         if b is None or b.unit != m.unit:
             continue
-        d = compare_samples(b.samples, m.samples, higher_is_better=m.better == Better.HIGHER)
+        d = compare_samples(
+            b.samples,
+            m.samples,
+            higher_is_better=m.better == Better.HIGHER,
+            history=history.get(key),
+        )
         rows.append(
             Verdict(
                 job=job,
