@@ -107,3 +107,27 @@ def test_indices_refer_to_the_history_as_given_with_its_gaps():
 
 def test_a_short_history_has_no_change_points():
     assert change_points([1.0, 2.0, 3.0]) == []
+
+
+def test_runs_that_vary_more_than_their_samples_say_make_a_pair_noisy_not_regressed():
+    rng = np.random.default_rng(11)
+    history = 100.0 * rng.lognormal(0.0, 0.15, 30)  # runs differ by ~15 % run to run
+    d = compare_samples(_run(rng, 100.0), _run(rng, 88.0), history=history)
+    assert d.p_value < 0.001  # the two runs' samples do differ ...
+    assert d.verdict == "noisy"  # ... by less than runs of this scope differ anyway
+    assert d.detail["reason"] == "runs vary too much"
+
+
+def test_a_steady_history_keeps_a_ten_percent_slowdown_a_regression():
+    rng = np.random.default_rng(12)
+    caught = 0
+    for i in range(50):
+        history = 100.0 * rng.lognormal(0.0, 0.01, 30)
+        d = compare_samples(_run(rng, 100.0), _run(rng, 100.0 / 1.1), history=history, seed=i)
+        caught += d.verdict == "regressed"
+    assert caught >= 48
+
+
+def test_a_short_history_does_not_tell_run_to_run_noise():
+    d = compare_samples([1.0, 1.01, 0.99], [1.0, 1.02, 0.98], history=[1.0, 1.1])
+    assert d.detail["run_noise"] is None
