@@ -4,8 +4,8 @@
     # each run a fresh process as a job would be; needs only numpy (+ torch), no Django
     .venv/bin/python bench/detector.py collect --runs 60 --backends numpy,torch --device cpu \
         --sizes 512,1024 --precisions fp32 --out docs/results/detector/cpu-gemm.json
-    # on a GPU machine (torch with CUDA):
-    python bench/detector.py collect --runs 60 --backends torch --device cuda \
+    # on a GPU machine (torch with CUDA), 30 runs a command, twice:
+    python bench/detector.py collect --runs 30 --append --backends torch --device cuda \
         --sizes 4096,8192 --precisions fp32,bf16 --out docs/results/detector/h200-gemm.json
 
     # evaluate: false positives on the A/A series, detection of planted 5 % / 10 %
@@ -107,8 +107,19 @@ def collect(args: argparse.Namespace) -> int:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[var] = str(args.threads)
     series: dict[str, dict[str, Any]] = {}
+    out = Path(args.out)
+    first = 0
+    earlier: dict[str, Any] = {}
+    if args.append and out.exists():
+        # Go on with a saved series (a device that limits each command's time).
+        earlier = json.loads(out.read_text())
+        if earlier["meta"]["params"] != params:
+            raise SystemExit(f"{out} was collected with other params: {earlier['meta']['params']}")
+        for s in earlier["series"]:
+            series[json.dumps(s["case"], sort_keys=True)] = s
+        first = 1 + max((r["run"] for s in earlier["series"] for r in s["runs"]), default=-1)
     started = time.time()
-    for i in range(args.runs):
+    for i in range(first, first + args.runs):
         t0 = time.time()
         for m in run_once(params, env):
             key = json.dumps(m["case"], sort_keys=True)
@@ -120,7 +131,11 @@ def collect(args: argparse.Namespace) -> int:
             s["runs"].append(
                 {"run": i, "value": m["value"], "samples": m.get("samples") or [], "t": t0}
             )
-        print(f"run {i + 1}/{args.runs}: {time.time() - t0:.1f} s", file=sys.stderr, flush=True)
+        print(
+            f"run {i + 1}/{first + args.runs}: {time.time() - t0:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     data = {
         "meta": {
             "command": " ".join([Path(sys.executable).name, *sys.argv]),
@@ -132,13 +147,13 @@ def collect(args: argparse.Namespace) -> int:
             "cpus": os.cpu_count(),
             "collected_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "wall_s": round(time.time() - started, 1),
+            "appended_to": earlier.get("meta"),
         },
         "series": list(series.values()),
     }
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1))
-    print(f"{len(series)} series x {args.runs} runs -> {out}", file=sys.stderr)
+    print(f"{len(series)} series x {first + args.runs} runs -> {out}", file=sys.stderr)
     return 0
 
 
@@ -310,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--threads", type=int, default=0, help="OMP/OpenBLAS/MKL threads (0: leave)")
     c.add_argument("--extra-params", default="", help="JSON merged into the runner's params")
     c.add_argument("--out", required=True)
+    c.add_argument("--append", action="store_true", help="add runs to --out if it exists")
     c.set_defaults(func=collect)
     e = sub.add_parser("evaluate", help="false positives and detection on saved series")
     e.add_argument("files", nargs="+")
