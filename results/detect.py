@@ -109,11 +109,10 @@ def compare_samples(
     """
     r = ratio_interval(baseline, current, seed=seed)
     p = mann_whitney_p(baseline, current)
-    # The baseline run's own value is part of what the current one is judged against.
-    if history is not None:
-        history = (
-            [*history, float(np.median(_clean(baseline)))] if len(_clean(baseline)) else history
-        )
+    # The baseline run's own level is part of what the current one is judged against.
+    base = _clean(baseline)
+    if history is not None and base.size:
+        history = [*history, float(np.median(base))]
     s_run = run_noise(history)
     threshold = min_effect
     if s_run is not None:
