@@ -17,6 +17,13 @@ urlpatterns = [
     path("jobs/<int:pk>/summary.json", views.job_summary_download, name="job-summary"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
     path("jobs/<int:pk>/rerun/", views.job_rerun, name="job-rerun"),
+    path("jobs/<int:pk>/baseline/", views.job_pin_baseline, name="job-pin-baseline"),
+    path(
+        "jobs/<int:pk>/regressions/acknowledge/",
+        views.job_acknowledge_regressions,
+        name="job-acknowledge-regressions",
+    ),
+    path("baselines/<int:pk>/unpin/", views.baseline_unpin, name="baseline-unpin"),
     path(
         "jobs/<int:pk>/artifacts/<int:artifact_pk>/",
         views.artifact_download,

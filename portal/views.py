@@ -42,6 +42,7 @@ from portal.porting import (
     burn_down_series,
     porting_report,
 )
+from results import services as results
 from results.compare import (
     MAX_COLUMNS,
     CompareQuery,
@@ -53,6 +54,7 @@ from results.compare import (
     compare,
     history,
 )
+from results.models import Verdict
 from roadmap.gates import roadmap_state
 from roadmap.plan import PLANS, current_phases
 from stack.kinds import KINDS
@@ -83,6 +85,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "any_active": any(j.status in ACTIVE_STATUSES for j in page.object_list),
         "teams": teams_for(request.user),
         "projects": projects_for(request.user),
+        "regressions": results.open_regressions(request.user)[:20],
     }
     template = "portal/_job_rows.html" if request.htmx else "portal/dashboard.html"
     return render(request, template, context)
@@ -128,6 +131,10 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "summary_bytes": summary_bytes,
             "params_json": json.dumps(job.params, indent=2),
             "can_write": can_write(request.user, job.team_id),
+            "verdicts": results.verdicts_of(job)[:500],
+            "verdict_counts": results.verdict_counts(job),
+            "baselines": job.baselines.select_related("project"),
+            "scope_baselines": results.baselines_in_scope(job),
         },
     )
 
@@ -148,6 +155,52 @@ def job_summary_download(request: HttpRequest, pk: int) -> HttpResponse:
     )
     response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-summary.json"'
     return response
+
+
+@require_POST
+def job_pin_baseline(request: HttpRequest, pk: int) -> HttpResponse:
+    """Pin the job as the baseline of its project, environment and every benchmark it ran."""
+    job = _job(request, pk)
+    if not can_write(request.user, job.team_id):
+        messages.error(request, "Viewers cannot pin baselines.")
+        return redirect("portal:job-detail", pk=job.pk)
+    try:
+        pinned = results.pin_baseline(job, user=request.user, note=request.POST.get("note", ""))
+    except results.BaselineError as exc:
+        messages.error(request, str(exc))
+    else:
+        names = ", ".join(b.benchmark for b in pinned)
+        messages.success(request, f"Job {job.pk} is now the baseline of {names} on this machine.")
+    return redirect("portal:job-detail", pk=job.pk)
+
+
+@login_required
+@require_POST
+def baseline_unpin(request: HttpRequest, pk: int) -> HttpResponse:
+    baseline = get_object_or_404(results.baselines_for(request.user), pk=pk)
+    if not can_write(request.user, baseline.project.team_id):
+        messages.error(request, "Viewers cannot unpin baselines.")
+    else:
+        results.unpin_baseline(baseline)
+        messages.info(
+            request, f"Job {baseline.job_id} is no longer the {baseline.benchmark} baseline."
+        )
+    return redirect("portal:job-detail", pk=baseline.job_id)
+
+
+@login_required
+@require_POST
+def job_acknowledge_regressions(request: HttpRequest, pk: int) -> HttpResponse:
+    """Mark a job's regressions as seen: they leave the dashboard's open list."""
+    job = _job(request, pk)
+    if not can_write(request.user, job.team_id):
+        messages.error(request, "Viewers cannot acknowledge regressions.")
+    else:
+        count = results.acknowledge(Verdict.objects.filter(job=job))
+        messages.info(request, f"{count} regression(s) of job {job.pk} acknowledged.")
+    if request.POST.get("next") == "dashboard":
+        return redirect("portal:dashboard")
+    return redirect("portal:job-detail", pk=job.pk)
 
 
 @login_required

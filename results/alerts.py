@@ -333,8 +333,16 @@ def _project_id(job: Job) -> int | None:
 
 @receiver(regression_found, dispatch_uid="results.alerts.regression_found")
 def on_regression_found(
-    sender: object, *, job_id: int, verdicts: Iterable[Any] | None = None, **_: object
+    sender: object,
+    *,
+    job_id: int,
+    verdicts: Iterable[Any] | None = None,
+    verdict_ids: Iterable[int] | None = None,
+    **_: object,
 ) -> Alert | None:
+    """The baseline check sends ``verdict_ids`` (results.signals.announce_regressions)."""
+    if verdicts is None:
+        verdicts = verdict_ids
     job = Job.objects.select_related("schedule").filter(pk=job_id).first()
     if job is None or (project_id := _project_id(job)) is None:
         return None

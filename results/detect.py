@@ -34,6 +34,8 @@ MIN_EFFECT = 0.03  # a relative change smaller than this is "unchanged" however 
 NOISY_WIDTH = 0.10  # an interval wider than this (high/low - 1) cannot decide
 MIN_SEGMENT = 5  # the fewest runs a change-point segment may have
 PENALTY_FACTOR = 4.0  # PELT penalty = factor x noise scale x log(n)
+RUN_Z = 3.0  # a change must clear this many SDs of the difference of two runs
+MIN_HISTORY = 5  # the fewest earlier runs that tell a scope's run-to-run noise
 
 
 @dataclass(frozen=True)
@@ -62,29 +64,66 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
     return float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
 
 
+def run_noise(history: Sequence[float] | None) -> float | None:
+    """The run-to-run spread of a scope: a robust SD (MAD) of the log of its run values.
+
+    About the median, not between neighbours: a history that stepped (the machine or
+    the stack changed) is noisier for it, and the verdicts say "noisy" rather than
+    judge across the step. None with fewer than MIN_HISTORY runs: too few to say.
+    """
+    if history is None:
+        return None
+    x = _clean(history)
+    x = x[x > 0]
+    if x.size < MIN_HISTORY:
+        return None
+    logs = np.log(x)
+    return float(np.median(np.abs(logs - np.median(logs)))) * 1.4826
+
+
 def compare_samples(
     baseline: Sequence[float],
     current: Sequence[float],
     *,
     higher_is_better: bool = True,
+    history: Sequence[float] | None = None,
     alpha: float = ALPHA,
     min_effect: float = MIN_EFFECT,
     noisy_width: float = NOISY_WIDTH,
+    run_z: float = RUN_Z,
     seed: int = 0,
 ) -> Decision:
     """Decide improved / regressed / unchanged / noisy from two sets of raw samples.
 
-    Regressed (or improved) needs three things at once: p < alpha, the ratio of
-    medians past ±min_effect, and the whole 95 % interval on that side of 1. With one
-    sample a side there is no test to run and the answer is "noisy".
+    Samples of one run share that run's state (clocks, placement, neighbours), so two
+    runs of the same code differ by more than their samples' spread says: a test on raw
+    samples alone calls many A/A pairs significant. ``history`` (the values of earlier
+    runs in the scope) measures that run-to-run noise; a change must then also clear
+    ``run_z`` standard deviations of the difference of two runs.
+
+    Regressed (or improved) needs all of: p < alpha, the ratio of medians past the
+    threshold (the larger of min_effect and the run-to-run bound), and the whole 95 %
+    interval on that side of 1. Otherwise "noisy" when the interval or the run-to-run
+    bound is wider than noisy_width (a change of that size could hide in it), else
+    "unchanged". With one sample a side there is no test to run: "noisy".
     """
     r = ratio_interval(baseline, current, seed=seed)
     p = mann_whitney_p(baseline, current)
+    # The baseline run's own level is part of what the current one is judged against.
+    base = _clean(baseline)
+    if history is not None and base.size:
+        history = [*history, float(np.median(base))]
+    s_run = run_noise(history)
+    threshold = min_effect
+    if s_run is not None:
+        threshold = max(min_effect, float(np.expm1(run_z * np.sqrt(2.0) * s_run)))
     detail: dict = {
         "n_baseline": r.n_baseline,
         "n_current": r.n_current,
         "alpha": alpha,
-        "min_effect": min_effect,
+        "threshold": threshold,
+        "run_noise": s_run,
+        "history_runs": 0 if history is None else len(history),
     }
     if r.value is None:
         return Decision("noisy", r, p, None, {**detail, "reason": "no comparable samples"})
@@ -93,15 +132,17 @@ def compare_samples(
         return Decision("noisy", r, p, change, {**detail, "reason": "too few samples"})
     width = r.high / r.low - 1.0 if r.low > 0 else float("inf")
     detail["interval_width"] = width
-    moved_up = r.low > 1.0 and r.value - 1.0 >= min_effect
-    moved_down = r.high < 1.0 and 1.0 - r.value >= min_effect
+    moved_up = r.low > 1.0 and r.value - 1.0 >= threshold
+    moved_down = r.high < 1.0 and 1.0 - 1.0 / (1.0 + threshold) <= 1.0 - r.value
     if p < alpha and (moved_up or moved_down):
         better = moved_up == higher_is_better
         return Decision("improved" if better else "regressed", r, p, change, detail)
-    # Not a significant, large change: "unchanged" only when the interval is narrow
-    # enough that a change of that size would have shown; otherwise noise hid it.
+    # Not a significant change past the threshold: "unchanged" only when a change of
+    # noisy_width would have shown; otherwise the noise may hide one.
     if width > noisy_width:
         return Decision("noisy", r, p, change, {**detail, "reason": "interval too wide"})
+    if threshold > noisy_width:
+        return Decision("noisy", r, p, change, {**detail, "reason": "runs vary too much"})
     return Decision("unchanged", r, p, change, detail)
 
 

@@ -56,6 +56,9 @@ class Verdict(models.Model):
     )
     benchmark = models.CharField(max_length=128)
     case = models.JSONField(default=dict, blank=True)
+    # A hash of the canonical case JSON: what makes one verdict per job, case and metric
+    # enforceable by the database (results.services.case_key).
+    case_key = models.CharField(max_length=64, default="")
     metric = models.CharField(max_length=128)
     unit = models.CharField(max_length=32, blank=True)
     verdict = models.CharField(max_length=16, choices=VerdictKind.choices)
@@ -71,6 +74,11 @@ class Verdict(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "benchmark", "case_key", "metric"], name="verdict_one_per_case"
+            )
+        ]
         indexes = [
             models.Index(fields=["verdict", "acknowledged_at"], name="verdict_open"),
             models.Index(fields=["job"], name="verdict_job"),

@@ -1,11 +1,12 @@
-"""Celery tasks of the results app: thin wrappers around results.alerts."""
+"""Results' Celery tasks: thin, each loads its rows through a service (results.services,
+results.alerts)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 from django.conf import settings
 
-from results import alerts
+from results import alerts, services
 
 
 @shared_task(
@@ -27,3 +28,9 @@ def check_stalled_schedules() -> list[int]:
     """The beat's sweep: stalled schedules, and deliveries whose message was lost."""
     alerts.requeue_overdue()
     return alerts.check_stalled_schedules()
+
+
+@shared_task(name="results.compare_job", ignore_result=True, time_limit=600)
+def compare_job(job_id: int) -> int:
+    """Compare a finished job with its baselines; the number of verdicts written."""
+    return len(services.compare_job(job_id))

@@ -1,0 +1,133 @@
+"""The detector on series whose answer is known: A/A noise, planted slowdowns, steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from results.detect import change_points, compare_samples, mann_whitney_p
+
+
+def _run(rng: np.random.Generator, level: float, n: int = 40, cv: float = 0.02) -> np.ndarray:
+    """One run's samples: log-normal around a level, as timings are (a right tail)."""
+    return level * rng.lognormal(0.0, cv, n)
+
+
+def test_a_aa_pair_is_almost_never_called_changed():
+    rng = np.random.default_rng(1)
+    changed = sum(
+        compare_samples(_run(rng, 100.0), _run(rng, 100.0), seed=i).verdict
+        in ("regressed", "improved")
+        for i in range(300)
+    )
+    assert changed <= 3  # <= 1 %
+
+
+def test_a_ten_percent_slowdown_of_a_rate_is_a_regression():
+    rng = np.random.default_rng(2)
+    caught = sum(
+        compare_samples(_run(rng, 100.0), _run(rng, 100.0 / 1.10), seed=i).verdict == "regressed"
+        for i in range(100)
+    )
+    assert caught >= 95
+
+
+def test_a_slower_time_is_a_regression_when_lower_is_better():
+    rng = np.random.default_rng(3)
+    d = compare_samples(_run(rng, 1.0), _run(rng, 1.2), higher_is_better=False)
+    assert d.verdict == "regressed"
+    assert d.ratio.value == pytest.approx(1.2, rel=0.03)
+    assert d.change < 0  # worse, in the better direction
+
+
+def test_a_faster_rate_is_an_improvement():
+    rng = np.random.default_rng(4)
+    assert compare_samples(_run(rng, 100.0), _run(rng, 120.0)).verdict == "improved"
+
+
+def test_a_significant_change_below_the_effect_threshold_is_unchanged():
+    rng = np.random.default_rng(5)
+    base, cur = _run(rng, 100.0, n=400, cv=0.002), _run(rng, 99.0, n=400, cv=0.002)
+    d = compare_samples(base, cur)
+    assert d.p_value < 1e-6  # a real 1 % change, certain ...
+    assert d.verdict == "unchanged"  # ... but under the 3 % that counts
+
+
+def test_samples_too_spread_to_decide_are_noisy_not_unchanged():
+    rng = np.random.default_rng(6)
+    d = compare_samples(_run(rng, 100.0, n=6, cv=0.3), _run(rng, 100.0, n=6, cv=0.3))
+    assert d.verdict == "noisy"
+    assert d.detail["reason"] == "interval too wide"
+
+
+def test_one_sample_a_side_is_noisy_with_its_reason():
+    d = compare_samples([1.0], [2.0])
+    assert d.verdict == "noisy"
+    assert d.detail["reason"] == "too few samples"
+
+
+def test_identical_samples_tie_with_p_one():
+    assert mann_whitney_p([3.0, 3.0], [3.0, 3.0]) == 1.0
+
+
+def test_an_aa_history_has_no_change_points():
+    rng = np.random.default_rng(7)
+    flagged = sum(bool(change_points(rng.lognormal(0.0, 0.03, 80))) for _ in range(100))
+    assert flagged <= 2
+
+
+def test_a_ten_percent_step_is_found_where_it_happened():
+    rng = np.random.default_rng(8)
+    found = 0
+    for _ in range(50):
+        values = rng.lognormal(0.0, 0.02, 80)
+        values[50:] /= 1.10
+        cps = change_points(values)
+        found += any(abs(c - 50) <= 2 for c in cps)
+    assert found >= 48
+
+
+def test_two_steps_give_two_change_points():
+    rng = np.random.default_rng(9)
+    values = np.r_[rng.normal(10, 0.1, 30), rng.normal(9, 0.1, 30), rng.normal(10, 0.1, 30)]
+    assert change_points(values) == [30, 60]
+
+
+def test_a_single_outlier_is_not_a_change_point():
+    rng = np.random.default_rng(10)
+    values = rng.normal(10, 0.1, 60)
+    values[30] = 20
+    assert change_points(values) == []
+
+
+def test_indices_refer_to_the_history_as_given_with_its_gaps():
+    values = [10.0] * 20 + [None, float("nan")] + [8.0] * 20
+    assert change_points(values) == [22]
+
+
+def test_a_short_history_has_no_change_points():
+    assert change_points([1.0, 2.0, 3.0]) == []
+
+
+def test_runs_that_vary_more_than_their_samples_say_make_a_pair_noisy_not_regressed():
+    rng = np.random.default_rng(11)
+    history = 100.0 * rng.lognormal(0.0, 0.15, 30)  # runs differ by ~15 % run to run
+    d = compare_samples(_run(rng, 100.0), _run(rng, 88.0), history=history)
+    assert d.p_value < 0.001  # the two runs' samples do differ ...
+    assert d.verdict == "noisy"  # ... by less than runs of this scope differ anyway
+    assert d.detail["reason"] == "runs vary too much"
+
+
+def test_a_steady_history_keeps_a_ten_percent_slowdown_a_regression():
+    rng = np.random.default_rng(12)
+    caught = 0
+    for i in range(50):
+        history = 100.0 * rng.lognormal(0.0, 0.01, 30)
+        d = compare_samples(_run(rng, 100.0), _run(rng, 100.0 / 1.1), history=history, seed=i)
+        caught += d.verdict == "regressed"
+    assert caught >= 48
+
+
+def test_a_short_history_does_not_tell_run_to_run_noise():
+    d = compare_samples([1.0, 1.01, 0.99], [1.0, 1.02, 0.98], history=[1.0, 1.1])
+    assert d.detail["run_noise"] is None
