@@ -56,17 +56,61 @@ class AcknowledgeSerializer(serializers.Serializer):
     job = serializers.IntegerField(help_text="the job whose regressions are acknowledged")
 
 
+_BASELINE = {
+    "id": 5,
+    "project": 3,
+    "benchmark": "gemm",
+    "fingerprint": "9f2c…",
+    "job": 42,
+    "note": "MI300X, ROCm 6.3.1",
+    "created_at": "2026-12-01T09:30:00Z",
+}
+_VERDICT = {
+    "id": 77,
+    "job": 43,
+    "baseline": 5,
+    "baseline_job": 42,
+    "benchmark": "gemm",
+    "case": {"precision": "bf16", "m": 8192, "n": 8192, "k": 8192},
+    "metric": "throughput",
+    "unit": "TFLOP/s",
+    "verdict": "regressed",
+    "baseline_value": 690.1,
+    "value": 621.0,
+    "ratio": 0.9,
+    "ratio_low": 0.89,
+    "ratio_high": 0.91,
+    "p_value": 0.00001,
+    "detail": {"threshold": 0.03},
+    "acknowledged_at": None,
+    "created_at": "2026-12-01T10:00:00Z",
+}
+
+
+def _answer(name: str, value: object, **kwargs: object) -> OpenApiExample:
+    return OpenApiExample(name, value=value, response_only=True, **kwargs)
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List baselines",
         description="The baselines of your teams' projects, newest first.",
         parameters=[OpenApiParameter("project", int), OpenApiParameter("benchmark", str)],
+        examples=[_answer("a GEMM baseline", _BASELINE)],
     ),
-    retrieve=extend_schema(summary="Get a baseline", description="One baseline of a scope."),
+    retrieve=extend_schema(
+        summary="Get a baseline",
+        description="One baseline of a scope.",
+        examples=[_answer("a GEMM baseline", _BASELINE)],
+    ),
     destroy=extend_schema(
         summary="Unpin a baseline",
         description="Later jobs of the scope are no longer compared; verdicts already "
         "written stay.",
+        responses={204: None, 403: dict},
+        examples=[
+            _answer("a viewer", {"detail": "Viewers cannot unpin baselines."}, status_codes=["403"])
+        ],
     ),
 )
 class BaselineViewSet(
@@ -132,8 +176,13 @@ class BaselineViewSet(
             OpenApiParameter("verdict", str, enum=VerdictKind.values),
             OpenApiParameter("open", bool, description="only unacknowledged regressions"),
         ],
+        examples=[_answer("a regression", _VERDICT)],
     ),
-    retrieve=extend_schema(summary="Get a verdict", description="One case and metric."),
+    retrieve=extend_schema(
+        summary="Get a verdict",
+        description="One case and metric of a job against its baseline.",
+        examples=[_answer("a regression", _VERDICT)],
+    ),
 )
 class VerdictViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = VerdictSerializer

@@ -94,8 +94,13 @@ def test_a_manual_job_that_fails_alerts_nobody(
 
 
 # --- a regression ------------------------------------------------------------------
+_CASES = iter(range(1, 10**6))
+
+
 def _verdict(job: Any, verdict: str, **fields: Any) -> Verdict:
+    # Each its own case: a job has one verdict per case and metric (verdict_one_per_case).
     return Verdict.objects.create(
+        case_key=f"case-{next(_CASES)}",
         job=job,
         benchmark="gemm",
         case={"m": 4096, "dtype": "bf16"},

@@ -126,14 +126,21 @@ def test_workers_leases_and_open_regressions(team: Any, scrape: Any) -> None:
     make_job(team, status=JobStatus.QUEUED)  # no worker yet
     GpuLease.objects.create(host="gpu-a", vendor="amd", index=0, job=running)
     GpuLease.objects.create(host="gpu-a", vendor="amd", index=1, job=running)
-    for verdict, acknowledged in [
-        (VerdictKind.REGRESSED, None),
-        (VerdictKind.REGRESSED, None),
-        (VerdictKind.REGRESSED, now),
-        (VerdictKind.UNCHANGED, None),
-    ]:
+    for i, (verdict, acknowledged) in enumerate(
+        [
+            (VerdictKind.REGRESSED, None),
+            (VerdictKind.REGRESSED, None),
+            (VerdictKind.REGRESSED, now),
+            (VerdictKind.UNCHANGED, None),
+        ]
+    ):
         Verdict.objects.create(
-            job=running, benchmark="gemm", metric="t", verdict=verdict, acknowledged_at=acknowledged
+            job=running,
+            benchmark="gemm",
+            case_key=f"case-{i}",
+            metric="t",
+            verdict=verdict,
+            acknowledged_at=acknowledged,
         )
     samples = scrape()
     assert samples[("rocpath_workers_seen", ())] == 3  # w1, w2 and w4; not w3
