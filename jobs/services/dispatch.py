@@ -22,6 +22,7 @@ from config.celery import app, queue_task
 from jobs.choices import EventKind, JobStatus
 from jobs.models import Job
 from jobs.services.submit import RUN_TASK, enqueue, queue_for
+from teams.sources import send_unsent
 
 logger = logging.getLogger(__name__)
 
@@ -37,13 +38,16 @@ LOST_BY_WORKER = (
 
 
 def dispatch_jobs() -> dict[str, list[int]]:
-    """Queue the pending jobs and re-send the queued ones the broker lost; what was done."""
-    done: dict[str, list[int]] = {"queued": [], "resent": []}
+    """Queue the pending jobs and sources and re-send the queued jobs the broker lost;
+    what was done."""
+    done: dict[str, list[int]] = {"queued": [], "resent": [], "sources": []}
     if not broker_answers():
         return done  # nothing can be sent: leave every job as it is, try next interval
     for job in Job.objects.filter(status=JobStatus.PENDING).order_by("created_at"):
         if enqueue(job, note="the broker is back: queued by the dispatcher"):
             done["queued"].append(job.pk)
+    # A source snapshot's extraction or clone the broker could not take, the same way.
+    done["sources"] = send_unsent()
     stale = list(
         Job.objects.filter(
             status=JobStatus.QUEUED,
@@ -65,8 +69,13 @@ def dispatch_jobs() -> dict[str, list[int]]:
             for job in taken if alive is not None else []:
                 if job.task_id not in alive and resend(job, LOST_BY_WORKER):
                     done["resent"].append(job.pk)
-    if done["queued"] or done["resent"]:
-        logger.warning("dispatcher: queued %s, sent again %s", done["queued"], done["resent"])
+    if done["queued"] or done["resent"] or done["sources"]:
+        logger.warning(
+            "dispatcher: queued %s, sent again %s, sources sent %s",
+            done["queued"],
+            done["resent"],
+            done["sources"],
+        )
     return done
 
 

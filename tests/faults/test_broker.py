@@ -6,11 +6,16 @@ import signal
 from datetime import timedelta
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
+from teams.models import SourceSnapshot
+from teams.sources import tree_of
+from tests.archives import KERNEL, tar_bytes, tar_entry
+from tests.factories import make_project
 from tests.faults.conftest import RECOVERY_S, START_S, start_worker
 from tests.workers import TERMINAL, wait_for_status, wait_until
 
@@ -50,11 +55,36 @@ def test_a_submission_while_the_broker_is_down_is_accepted_pending_and_runs_once
     assert body["status"] == "pending" and "queued when the broker is back" in body["detail"]
     assert response["Location"] == body["links"]["self"]
 
-    assert services.dispatch_jobs() == {"queued": [], "resent": []}  # still down: untouched
+    assert services.dispatch_jobs() == {"queued": [], "resent": [], "sources": []}  # untouched
     private_broker.start()
     assert services.dispatch_jobs()["queued"] == [body["id"]]
     job = wait_for_status(body["id"], TERMINAL)
     assert job.status == JobStatus.SUCCEEDED and job.attempt == 1, job.error
+
+
+def test_a_source_uploaded_while_the_broker_is_down_stays_pending_and_is_extracted_once_back(
+    fault_worker, private_broker, api, team
+):
+    project = make_project(team, "outage")
+    private_broker.stop(signal.SIGKILL)
+    archive = SimpleUploadedFile("code.tar.gz", tar_bytes([(tar_entry("k.cu"), KERNEL)]))
+    response = api.post(
+        f"/api/v1/projects/{project.pk}/sources/", {"archive": archive}, format="multipart"
+    )
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["status"] == "pending" and "fetched once it is back" in body["detail"]
+    assert services.dispatch_jobs()["sources"] == []  # still down: untouched
+
+    private_broker.start()
+    assert services.dispatch_jobs()["sources"] == [body["id"]]
+    assert services.dispatch_jobs()["sources"] == []  # sent once, not once per interval
+    assert wait_until(
+        lambda: SourceSnapshot.objects.get(pk=body["id"]).status != "pending", RECOVERY_S
+    )
+    snapshot = SourceSnapshot.objects.get(pk=body["id"])
+    assert snapshot.status == "ready", snapshot.error
+    assert (tree_of(snapshot) / "k.cu").read_bytes() == KERNEL
 
 
 def test_a_backlog_a_redis_restart_threw_away_is_sent_again_and_runs(
