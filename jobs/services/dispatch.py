@@ -48,27 +48,37 @@ def dispatch_jobs() -> dict[str, list[int]]:
             done["queued"].append(job.pk)
     # A source snapshot's extraction or clone the broker could not take, the same way.
     done["sources"] = send_unsent()
+    queued = Job.objects.filter(status=JobStatus.QUEUED)
+    now = timezone.now()
     stale = list(
-        Job.objects.filter(
-            status=JobStatus.QUEUED,
-            queued_at__lt=timezone.now() - timedelta(seconds=settings.ROCPATH_REDISPATCH_AFTER_S),
+        queued.filter(
+            queued_at__lt=now - timedelta(seconds=settings.ROCPATH_REDISPATCH_AFTER_S)
         ).order_by("queued_at")
     )
     if stale:
         held = task_ids_in_broker({queue_for(job) for job in stale})
-        if held is not None:  # a transport that keeps its messages is never second-guessed
-            for job in stale:
-                if job.task_id not in held and resend(job, LOST_BY_BROKER):
-                    done["resent"].append(job.pk)
-            # Delivered and never acknowledged, yet not held by any live worker: the worker
-            # that took it was killed (Redis gives it to another only after the visibility
-            # timeout, hours away). Only asked about when there are such jobs.
-            delivered = delivered_task_ids() or set()
-            taken = [job for job in stale if job.task_id in delivered]
-            alive = _held_by_workers() if taken else None
-            for job in taken if alive is not None else []:
-                if job.task_id not in alive and resend(job, LOST_BY_WORKER):
-                    done["resent"].append(job.pk)
+        # A transport that keeps its messages (held is None) is never second-guessed.
+        for job in stale if held is not None else []:
+            if job.task_id not in held and resend(job, LOST_BY_BROKER):
+                done["resent"].append(job.pk)
+    # Delivered and never acknowledged, yet not held by any live worker: the worker that
+    # took it (prefetched, or waiting out a retry's countdown) was killed, and Redis gives
+    # it to another only after the visibility timeout, hours away. Looked at once a job
+    # has been queued for one interval, not ROCPATH_REDISPATCH_AFTER_S: a delivered message
+    # is in no backlog, so waiting longer only keeps the job waiting. The workers are
+    # asked only when there are such jobs; a re-send to a worker that was merely slow to
+    # answer is harmless (the claim is conditional).
+    settled = list(
+        queued.filter(
+            queued_at__lt=now - timedelta(seconds=settings.ROCPATH_DISPATCH_INTERVAL_S)
+        ).exclude(pk__in=done["resent"])
+    )
+    delivered = (delivered_task_ids() or set()) if settled else set()
+    taken = [job for job in settled if job.task_id in delivered]
+    alive = _held_by_workers() if taken else None
+    for job in taken if alive is not None else []:
+        if job.task_id not in alive and resend(job, LOST_BY_WORKER):
+            done["resent"].append(job.pk)
     if done["queued"] or done["resent"] or done["sources"]:
         logger.warning(
             "dispatcher: queued %s, sent again %s, sources sent %s",
