@@ -113,6 +113,7 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
     from django.db import OperationalError, close_old_connections
 
     from jobs.models import Job, JobEvent
+    from jobs.services.dispatch import LOST_BY_WORKER
 
     span = args.jobs / args.rate
     chosen = [k for k in FAULTS if k in args.kinds.split(",")]
@@ -247,6 +248,24 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
     down_5xx = [e for e in errors_5xx if while_down(e[0], e[1])]
     back_5xx = [e for e in errors_5xx if not while_down(e[0], e[1])]
 
+    # Messages a killed worker held, sent again by the dispatcher: seconds from the kill.
+    kills = [o["down"] for o in outages if o["kind"] == "worker-sigkill"]
+    resent_after_kill = []
+    for job_id, at in JobEvent.objects.filter(
+        job_id__in=ids, message__contains=LOST_BY_WORKER[:40]
+    ).values_list("job_id", "created_at"):
+        kill = max((k for k in kills if k <= at.timestamp()), default=None)
+        claimed = rows[job_id]["started_at"]
+        resent_after_kill.append(
+            {
+                "job": job_id,
+                "resent_s": None if kill is None else round(at.timestamp() - kill, 2),
+                "claimed_s": None
+                if kill is None or claimed is None
+                else round(claimed.timestamp() - kill, 2),
+            }
+        )
+
     recovery = []
     claims = sorted(r["started_at"].timestamp() for r in rows.values() if r["started_at"])
     ends = sorted(r["finished_at"].timestamp() for r in rows.values() if r["finished_at"])
@@ -310,6 +329,7 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
         ],
         "http_202_pending": sum(1 for _, _, c, _ in answers if c == 202),
         "recovery": recovery,
+        "resent_after_worker_kill": resent_after_kill,
         "max_recovery_to_claim_s": max(
             (r["to_next_claim_s"] for r in recovery if r["to_next_claim_s"] is not None),
             default=None,
