@@ -16,7 +16,8 @@ from teams.models import SourceSnapshot
 from teams.sources import tree_of
 from tests.archives import KERNEL, tar_bytes, tar_entry
 from tests.factories import make_project
-from tests.faults.conftest import RECOVERY_S, START_S, start_worker
+from tests.faults.conftest import start_worker
+from tests.waits import JOB_S, START_S
 from tests.workers import TERMINAL, wait_for_status, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -38,7 +39,7 @@ def test_a_redis_sigterm_while_a_job_runs_leaves_the_worker_alive_and_the_next_j
     fault_worker.wait_for_log("Connection to broker lost")
     private_broker.start()
 
-    job = wait_for_status(_noop(user, team), TERMINAL, timeout=60)
+    job = wait_for_status(_noop(user, team), TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert wait_for_status(running, TERMINAL).status == JobStatus.SUCCEEDED
     assert fault_worker.proc.poll() is None, fault_worker.log.read_text()[-3000:]
@@ -79,9 +80,7 @@ def test_a_source_uploaded_while_the_broker_is_down_stays_pending_and_is_extract
     private_broker.start()
     assert services.dispatch_jobs()["sources"] == [body["id"]]
     assert services.dispatch_jobs()["sources"] == []  # sent once, not once per interval
-    assert wait_until(
-        lambda: SourceSnapshot.objects.get(pk=body["id"]).status != "pending", RECOVERY_S
-    )
+    assert wait_until(lambda: SourceSnapshot.objects.get(pk=body["id"]).status != "pending", JOB_S)
     snapshot = SourceSnapshot.objects.get(pk=body["id"])
     assert snapshot.status == "ready", snapshot.error
     assert (tree_of(snapshot) / "k.cu").read_bytes() == KERNEL
@@ -151,7 +150,7 @@ def test_a_redis_sigkill_under_load_loses_no_job_and_runs_none_twice(
         services.dispatch_jobs()  # what beat asks of the control worker every interval
         return not Job.objects.filter(pk__in=jobs).exclude(status__in=TERMINAL).exists()
 
-    assert wait_until(all_ended, RECOVERY_S, 1), fault_worker.log.read_text()[-3000:]
+    assert wait_until(all_ended, JOB_S, 1), fault_worker.log.read_text()[-3000:]
     for job in Job.objects.filter(pk__in=jobs):
         assert job.status == JobStatus.SUCCEEDED and job.attempt == 1, (job.pk, job.error)
         starts = job.events.filter(message__startswith="runner started").count()

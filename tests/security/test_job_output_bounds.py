@@ -27,6 +27,7 @@ from jobs.executors.gpu_profiles import NO_GPU
 from jobs.models import JobEvent
 from tests.factories import make_job
 from tests.hooks import Recorder
+from tests.waits import LINEAR_RATIO
 from tests.workers import TERMINAL, _start_worker, wait_for_status, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,11 +85,16 @@ class _Reading(Started):
 def test_a_100_mb_line_without_a_newline_is_cut_and_read_in_linear_time(settings, tmp_path):
     settings.ROCPATH_EVENT_LINE_MAX_BYTES = 64 * 1024
     spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60)
+    started = time.monotonic()
+    follow(_Reading(_Stream(10 * 1000 * 1000)), spec, Recorder())  # the reference: 10 MB
+    reference = time.monotonic() - started
     hooks = Recorder()
     started = time.monotonic()
     outcome = follow(_Reading(_Stream(100 * 1000 * 1000)), spec, hooks)
     elapsed = time.monotonic() - started
-    assert elapsed < 5, f"{elapsed:.1f} s for 100 MB"
+    assert elapsed < LINEAR_RATIO * reference, (
+        f"{elapsed:.1f} s for 100 MB, {reference:.2f} s for 10"
+    )
     (stream, first), second, third = hooks.lines
     assert stream == "stdout" and first.startswith("y" * 1000)
     assert first.endswith("[line cut at 65536 bytes]") and len(first) < 64 * 1024 + 100
