@@ -12,6 +12,9 @@ Standard library only: the stack's tests (no Django) import it too.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 # A process or server to start and answer (a worker, gunicorn, redis-server, a cluster).
 START_S = 120
 # A short job to end once a worker has it (noop, a container of /bin/true), and a worker
@@ -27,3 +30,13 @@ PROMPT_S = 30
 # A run ten times the size of a reference run may take at most this many times as long:
 # linear work takes about 10 times (less, with a fixed start-up), quadratic 100.
 LINEAR_RATIO = 30
+
+
+def wait_until(condition: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
+    """Whether ``condition()`` became true within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True

@@ -18,7 +18,7 @@ from django.db import connection
 
 from jobs.choices import TERMINAL_STATUSES, JobStatus
 from jobs.models import Job, JobEvent
-from tests.waits import JOB_S, START_S, STOP_S
+from tests.waits import JOB_S, START_S, STOP_S, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -204,16 +204,6 @@ def group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     return bool(processes(lambda fields: int(fields[2]) == pgid))
-
-
-def wait_until(condition: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
-    """Whether ``condition()`` became true within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-    return True
 
 
 def wait_until_gone(pgid: int, timeout: float = STOP_S) -> bool:
