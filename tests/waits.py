@@ -17,6 +17,9 @@ from collections.abc import Callable
 
 # A process or server to start and answer (a worker, gunicorn, redis-server, a cluster).
 START_S = 120
+# A whole deployment's first start (migrate, collectstatic, every process) or a backlog of
+# hundreds of jobs to drain.
+SETUP_S = 300
 # A short job to end once a worker has it (noop, a container of /bin/true), and a worker
 # to recover after a fault (retry pauses of 2, 4, 8 s, then the jobs themselves).
 JOB_S = 120

@@ -95,7 +95,7 @@ def _worker_exit(settings, tmp_path, root: Path, **env: str) -> tuple[int, str]:
             start_new_session=True,
         )
         try:
-            code = proc.wait(timeout=60)
+            code = proc.wait(timeout=START_S)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
@@ -153,7 +153,7 @@ def test_a_control_worker_starts_on_a_read_only_artifact_root(settings, tmp_path
                 start_new_session=True,
             )
         try:
-            wait_until(lambda: " ready." in log.read_text() or proc.poll() is not None, 60)
+            wait_until(lambda: " ready." in log.read_text() or proc.poll() is not None, START_S)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, 9)

@@ -10,7 +10,7 @@ import pytest
 from stack_helpers import REPO_ROOT, make_tool
 
 from stack.tools import ToolMissing, ToolTimeout, run_tool, which
-from tests.waits import PROMPT_S
+from tests.waits import PROMPT_S, START_S
 
 
 def test_which_finds_a_tool_in_the_rocm_bin_folder_when_it_is_not_on_path(tmp_path, monkeypatch):
@@ -48,7 +48,7 @@ def test_run_tool_captures_both_streams_exit_status_and_duration(tmp_path):
     tool = make_tool(
         tmp_path, "talker", "print('out', sys.argv[1:]); print('err', file=sys.stderr); sys.exit(4)"
     )
-    run = run_tool([str(tool), "a", "b"], timeout=10)
+    run = run_tool([str(tool), "a", "b"], timeout=START_S)
     assert run.returncode == 4
     assert run.stdout == "out ['a', 'b']\n"
     assert run.stderr == "err\n"
