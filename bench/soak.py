@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument(
         "--kinds", default=",".join(FAULTS), help=f"faults to inject, of {','.join(FAULTS)}"
     )
+    parser.add_argument("--log-level", default="WARNING", help="of the stack's processes")
     parser.add_argument("--keep-logs", type=Path, help="copy the stack's var/log/ here at the end")
     args = parser.parse_args()
     unknown = set(args.kinds.split(",")) - set(FAULTS)
@@ -90,6 +91,7 @@ def main() -> None:
         "ROCPATH_QUEUED_GRACE_S": "600",
         "ROCPATH_REDISPATCH_AFTER_S": str(REDISPATCH_S),
         "ROCPATH_HEARTBEAT_S": "2",
+        "LOG_LEVEL": args.log_level,
     }
     try:
         with BenchStack(
