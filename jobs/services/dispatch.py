@@ -75,7 +75,7 @@ def dispatch_jobs() -> dict[str, list[int]]:
     )
     delivered = (delivered_task_ids() or set()) if settled else set()
     taken = [job for job in settled if job.task_id in delivered]
-    alive = _held_by_workers() if taken else None
+    alive = held_by_workers() if taken else None
     for job in taken if alive is not None else []:
         if job.task_id not in alive and resend(job, LOST_BY_WORKER):
             done["resent"].append(job.pk)
@@ -119,15 +119,18 @@ def resend(job: Job, why: str = LOST_BY_BROKER) -> bool:
     return True
 
 
-def _held_by_workers() -> set[str] | None:
-    """The task ids the live workers hold (waiting for their time, prefetched, running);
-    None when they could not be asked. Asked in that order, so a task moving from one
-    list to the next meanwhile is still seen (and a re-send would be harmless anyway)."""
+def held_by_workers(
+    lists: tuple[str, ...] = ("scheduled", "reserved", "active"), workers: list[str] | None = None
+) -> set[str] | None:
+    """The task ids the live workers (or the named ones) hold: waiting for their time
+    (scheduled), prefetched (reserved), running (active); None when they could not be
+    asked. Asked in that order, so a task moving from one list to the next meanwhile is
+    still seen (and a re-send would be harmless anyway)."""
     try:
-        inspect = app.control.inspect(timeout=1.0)
-        replies = [inspect.scheduled(), inspect.reserved(), inspect.active()]
+        inspect = app.control.inspect(destination=workers, timeout=1.0)
+        replies = [getattr(inspect, name)() for name in lists]
     except Exception:
-        logger.warning("dispatcher: could not ask the workers what they hold", exc_info=True)
+        logger.warning("could not ask the workers what they hold", exc_info=True)
         return None
     ids: set[str] = set()
     for reply in replies:

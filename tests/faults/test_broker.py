@@ -12,6 +12,7 @@ from django.utils import timezone
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
+from jobs.services.submit import enqueue
 from teams.models import SourceSnapshot
 from teams.sources import tree_of
 from tests.archives import KERNEL, tar_bytes, tar_entry
@@ -133,6 +134,27 @@ def test_a_stale_job_on_a_worker_that_answers_is_not_called_worker_lost(
     error = Job.objects.get(pk=stale.pk).error
     assert error.startswith(f"the job stopped beating on {hostname} since"), error
     assert "still answers" in error and "worker lost" not in error
+
+
+def test_a_running_job_whose_task_waits_out_a_database_retry_is_not_reaped(
+    fault_worker, private_broker, user, team, settings
+):
+    """After an outage longer than the grace, a job whose task waits out a retry's pause
+    on a live worker has no recent heartbeat: it is that task's to queue again."""
+    job = Job.objects.get(pk=_noop(user, team))
+    wait_for_status(job.pk, TERMINAL)
+    hostname = Job.objects.get(pk=job.pk).worker
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.PENDING)
+    job.refresh_from_db()
+    assert enqueue(job, countdown=60, note="a retry's pause, as after a lost database")
+    fault_worker.wait_for_log(f"[{job.task_id}] received")
+    # What the first try left: running on that worker, its last heartbeat before the outage.
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, worker=hostname, heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
+    settings.ROCPATH_RUNNING_GRACE_S = 60
+    assert services.reap_stuck_jobs() == []
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
 
 
 def test_a_redis_sigkill_under_load_loses_no_job_and_runs_none_twice(
