@@ -161,8 +161,8 @@ def test_make_run_restarts_a_killed_worker_and_stops_in_two_ctrl_cs(run):
 
     # First Ctrl-C: web and beat stop, the worker takes no new jobs and says what runs.
     run.ctrl_c()
-    run.wait_for("Ctrl-C again cancels them")
-    assert "(1 job running)" in run.output()
+    run.wait_for("Ctrl-C again cancels them")  # said at once, before the count
+    run.wait_for("rocpath: 1 job running")
     assert wait_until(lambda: not run.web_answers(), JOB_S, 0.2), "web still answers"
     time.sleep(2)  # the worker keeps its job: nothing is canceled yet
     assert run.proc.poll() is None and run.job_status(job_id) == "running"
@@ -172,7 +172,8 @@ def test_make_run_restarts_a_killed_worker_and_stops_in_two_ctrl_cs(run):
     run.wait_for("canceling 1 job")
     assert run.proc.wait(timeout=JOB_S) == 0, run.output()[-3000:]
     assert run.job_status(job_id) == "canceled"
-    assert wait_until(lambda: not run.session(), 10), {pid: cmdline(pid) for pid in run.session()}
+    gone = wait_until(lambda: not run.session(), STOP_S)
+    assert gone, {pid: cmdline(pid) for pid in run.session()}
     said = run.output()
     # One alarm, the true one (the killed worker); none for what the Ctrl-Cs stopped.
     assert said.count("exited (status") == 1, said[-3000:]
