@@ -14,6 +14,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -95,6 +96,12 @@ class Run:
         os.killpg(self.proc.pid, signal.SIGINT)
 
 
+DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 @pytest.fixture
 def run(tmp_path: Path) -> Iterator[Run]:
     env = {
@@ -116,7 +123,11 @@ def run(tmp_path: Path) -> Iterator[Run]:
     out = tmp_path / "run.out"
     with out.open("w") as handle:
         proc = subprocess.Popen(
-            [str(ROOT / "scripts" / "run.sh")],
+            # A terminal's shell starts make run with SIGINT handled; a suite started in
+            # the background (`cmd &`, nohup, some CI runners) ignores it, and bash cannot
+            # trap a signal ignored on entry: run.sh would never hear the Ctrl-Cs. The
+            # script is exec'd in place (same pid) with SIGINT back to its default.
+            [sys.executable, "-c", DEFAULT_SIGINT, str(ROOT / "scripts" / "run.sh")],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
