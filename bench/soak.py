@@ -11,8 +11,14 @@ make run or compose would). At the end it reports:
               pending/queued
   run_twice   more runners started than the job had attempts
   stuck       not ended (grace + one interval) after the last fault and submission
-  5xx         answers >= 500, split into during an outage and once everything was back
+  5xx         answers >= 500 to requests sent while the service was down (or answered
+              before it was back), and to requests sent once it was back
   recovery    per fault: from the service back to the next job claimed / finished
+
+"Back" is the first instant this script itself reaches the service again: a new
+PostgreSQL connection that runs `SELECT 1`, or a Redis `PING`, tried every 20 ms from
+the moment the server was started again. The start command returning is not it
+(`pg_ctl -w` polls, so it returns later than the server answers; runuser adds more).
 
     .venv/bin/python bench/soak.py --jobs 2000 --seed 11
 
@@ -36,7 +42,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import psycopg
 from harness import ROOT, BenchStack
+from redis import Redis, RedisError
 
 from tests.faults.servers import PostgresCluster, RedisServer, free_port
 
@@ -59,7 +67,15 @@ def main() -> None:
     parser.add_argument("--faults", type=int, default=10, help="each kind in turn, shuffled")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--kinds", default=",".join(FAULTS), help=f"faults to inject, of {','.join(FAULTS)}"
+    )
+    parser.add_argument("--log-level", default="WARNING", help="of the stack's processes")
+    parser.add_argument("--keep-logs", type=Path, help="copy the stack's var/log/ here at the end")
     args = parser.parse_args()
+    unknown = set(args.kinds.split(",")) - set(FAULTS)
+    if unknown:
+        parser.error(f"--kinds: unknown fault {', '.join(sorted(unknown))}")
     rng = random.Random(args.seed)
 
     pg = PostgresCluster()
@@ -75,6 +91,7 @@ def main() -> None:
         "ROCPATH_QUEUED_GRACE_S": "600",
         "ROCPATH_REDISPATCH_AFTER_S": str(REDISPATCH_S),
         "ROCPATH_HEARTBEAT_S": "2",
+        "LOG_LEVEL": args.log_level,
     }
     try:
         with BenchStack(
@@ -85,6 +102,8 @@ def main() -> None:
             control=True,
         ) as stack:
             report = soak(stack, pg, redis, rng, args)
+            if args.keep_logs:
+                shutil.copytree(stack.var / "log", args.keep_logs, dirs_exist_ok=True)
     finally:
         redis.stop(signal.SIGKILL)
         pg.destroy()
@@ -96,14 +115,16 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
     from django.db import OperationalError, close_old_connections
 
     from jobs.models import Job, JobEvent
+    from jobs.services.dispatch import LOST_BY_WORKER
 
     span = args.jobs / args.rate
-    kinds = [FAULTS[i % len(FAULTS)] for i in range(args.faults)]
+    chosen = [k for k in FAULTS if k in args.kinds.split(",")]
+    kinds = [chosen[i % len(chosen)] for i in range(args.faults)]
     rng.shuffle(kinds)
     times = sorted(rng.uniform(0.05 * span, 0.9 * span) for _ in kinds)
     schedule = [(t, k, rng.uniform(1, 5)) for t, k in zip(times, kinds, strict=True)]
-    outages: list[dict] = []  # kind, down, back (epoch seconds)
-    codes: list[tuple[float, int]] = []
+    outages: list[dict] = []  # kind, down, started (command returned), back (epoch seconds)
+    answers: list[tuple[float, float, int, str]] = []  # sent, answered, status, body head
     ids: list[int] = []
     lock = threading.Lock()
     started = time.time()
@@ -115,27 +136,59 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
             if kind.startswith("redis"):
                 redis.stop(signal.SIGTERM if kind == "redis-sigterm" else signal.SIGKILL)
                 time.sleep(down_s)
+                probe = threading.Thread(target=first_answer, args=(redis_answers, found))
+                probe.start()
                 redis.start()
             elif kind.startswith("pg"):
                 pg.stop(kind.removeprefix("pg-"))
                 time.sleep(down_s)
+                probe = threading.Thread(target=first_answer, args=(pg_answers, found))
+                probe.start()
                 pg.start()
             else:
                 stack.kill("worker")
                 time.sleep(1)  # the supervisor's first pause
+                probe = None
                 stack.spawn("worker")
-            outages.append({"kind": kind, "down": down, "back": time.time()})
+            restarted = time.time()
+            if probe is not None:
+                probe.join()
+            back = found.pop() if probe is not None else restarted
+            outages.append({"kind": kind, "down": down, "started": restarted, "back": back})
+
+    found: list[float] = []
+
+    def first_answer(answers_now, into: list[float]) -> None:
+        while not answers_now():
+            time.sleep(0.02)
+        into.append(time.time())
+
+    def pg_answers() -> bool:
+        try:
+            with psycopg.connect(pg.url(), connect_timeout=1) as conn:
+                conn.execute("SELECT 1")
+            return True
+        except psycopg.Error:
+            return False
+
+    def redis_answers() -> bool:
+        try:
+            return bool(Redis.from_url(redis.url, socket_timeout=1).ping())
+        except RedisError:
+            return False
 
     def submit(i: int) -> None:
         time.sleep(max(0.0, started + i / args.rate - time.time()))
         body = {"kind": "noop", "params": {"seconds": round(rng.uniform(0, 0.5), 2), "steps": 3}}
         while True:  # a client retries what the server could not take, with a pause
+            sent = time.time()
             try:
                 status, payload = stack.request("POST", "/api/v1/jobs/", body)
             except OSError:
                 status, payload = 599, None  # no answer at all (gunicorn restarting a worker)
+            head = "" if status < 500 else json.dumps(payload)[:200]
             with lock:
-                codes.append((time.time(), status))
+                answers.append((sent, time.time(), status, head))
             if status in (201, 202):
                 with lock:
                     ids.append(payload["id"])
@@ -181,8 +234,39 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
             key = r["error"][:70]
             errors[key] = errors.get(key, 0) + 1
 
-    def in_outage(t: float) -> bool:
-        return any(o["down"] <= t <= o["back"] + 2 for o in outages)
+    def while_down(sent: float, answered: float) -> bool:
+        """Sent while a service was down, or answered before it was back."""
+        return any(o["down"] <= answered and sent < o["back"] for o in outages)
+
+    def after(sent: float) -> str | None:
+        """The fault a request sent once its service was back came after, within 10 s."""
+        return next(
+            (f"{o['kind']} +{sent - o['back']:.2f}s" for o in outages
+             if o["back"] <= sent <= o["back"] + 10),
+            None,
+        )  # fmt: skip
+
+    errors_5xx = [(s, a, c, h) for s, a, c, h in answers if c >= 500]
+    down_5xx = [e for e in errors_5xx if while_down(e[0], e[1])]
+    back_5xx = [e for e in errors_5xx if not while_down(e[0], e[1])]
+
+    # Messages a killed worker held, sent again by the dispatcher: seconds from the kill.
+    kills = [o["down"] for o in outages if o["kind"] == "worker-sigkill"]
+    resent_after_kill = []
+    for job_id, at in JobEvent.objects.filter(
+        job_id__in=ids, message__contains=LOST_BY_WORKER[:40]
+    ).values_list("job_id", "created_at"):
+        kill = max((k for k in kills if k <= at.timestamp()), default=None)
+        claimed = rows[job_id]["started_at"]
+        resent_after_kill.append(
+            {
+                "job": job_id,
+                "resent_s": None if kill is None else round(at.timestamp() - kill, 2),
+                "claimed_s": None
+                if kill is None or claimed is None
+                else round(claimed.timestamp() - kill, 2),
+            }
+        )
 
     recovery = []
     claims = sorted(r["started_at"].timestamp() for r in rows.values() if r["started_at"])
@@ -194,7 +278,8 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
             {
                 "kind": o["kind"],
                 "at_s": round(o["down"] - started, 1),
-                "down_s": round(o["back"] - o["down"], 1),
+                "down_s": round(o["back"] - o["down"], 2),
+                "start_command_s": round(o["started"] - o["back"], 2),
                 "to_next_claim_s": None if claim is None else round(claim - o["back"], 2),
                 "to_next_finish_s": None if end is None else round(end - o["back"], 2),
             }
@@ -229,10 +314,24 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
         "stuck": len(stuck),
         "stuck_detail": stuck_detail,
         "rerun_after_fault": sum(1 for r in rows.values() if r["attempt"] > 1),
-        "http_5xx_during_outage": sum(1 for t, c in codes if c >= 500 and in_outage(t)),
-        "http_5xx_otherwise": sum(1 for t, c in codes if c >= 500 and not in_outage(t)),
-        "http_202_pending": sum(1 for _, c in codes if c == 202),
+        "requests": len(answers),
+        "http_5xx_while_down": len(down_5xx),
+        "http_5xx_while_down_by_kind": {
+            k: sum(
+                1
+                for s, a, _, _ in down_5xx
+                if any(o["kind"] == k and o["down"] <= a and s < o["back"] for o in outages)
+            )
+            for k in chosen
+        },
+        "http_5xx_after_back": len(back_5xx),
+        "http_5xx_after_back_detail": [
+            {"after": after(s), "took_s": round(a - s, 2), "status": c, "body": h}
+            for s, a, c, h in back_5xx[:10]
+        ],
+        "http_202_pending": sum(1 for _, _, c, _ in answers if c == 202),
         "recovery": recovery,
+        "resent_after_worker_kill": resent_after_kill,
         "max_recovery_to_claim_s": max(
             (r["to_next_claim_s"] for r in recovery if r["to_next_claim_s"] is not None),
             default=None,

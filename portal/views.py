@@ -60,7 +60,14 @@ from roadmap.plan import PLANS, current_phases
 from stack.kinds import KINDS
 from teams.access import can_write, projects_for, teams_for, writable_team_ids
 from teams.models import AdoptionProject, SourceSnapshot, Team
-from teams.sources import SourceError, add_git, add_upload, newest_ready, tree_of
+from teams.sources import (
+    BROKER_DOWN_NOTE,
+    SourceError,
+    add_git,
+    add_upload,
+    newest_ready,
+    tree_of,
+)
 
 
 def _job(request: HttpRequest, pk: int) -> Job:
@@ -378,6 +385,10 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.info(request, f"Source {snapshot.pk}: a worker is cloning {url}.")
             else:
                 messages.error(request, "Choose an archive or give a git URL.")
+                return redirect("portal:project-detail", pk=pk)
+            snapshot.refresh_from_db()  # its task was sent on commit, or could not be
+            if snapshot.awaiting_broker:
+                messages.warning(request, BROKER_DOWN_NOTE)
         except SourceError as exc:
             messages.error(request, f"Refused: {exc}")
         return redirect("portal:project-detail", pk=pk)

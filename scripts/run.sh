@@ -97,12 +97,14 @@ drain() {
     echo >&2
     for name in web control beat; do alive "$name" && kill -TERM "${PID[$name]}"; done
     alive worker && kill -TERM "${PID[worker]}" # warm shutdown: no new jobs, running ones finish
+    # Said at once: counting starts a manage.py, which takes a while on a loaded machine.
+    say "stopping: the worker takes no new jobs and lets the running ones finish. Ctrl-C again cancels them"
     local count
     count=$(running_jobs)
     if [ "$count" = 0 ]; then
-        say "stopping; no job is running"
+        say "no job is running"
     else
-        say "stopping: the worker takes no new jobs and lets the running ones finish ($(jobs_n "$count") running). Ctrl-C again cancels them"
+        say "$(jobs_n "$count") running"
     fi
 }
 cancel_jobs() {

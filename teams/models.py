@@ -119,6 +119,9 @@ class SourceSnapshot(models.Model):
     file_count = models.PositiveIntegerField(default=0)
     total_bytes = models.BigIntegerField(default=0)
     error = models.TextField(blank=True)
+    # Its extraction or clone could not be sent (the broker was down): it stays pending and
+    # the dispatcher (jobs.services.dispatch) sends it once the broker answers.
+    awaiting_broker = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )

@@ -295,14 +295,45 @@ def _count(root: Path, limits: Limits) -> tuple[int, int]:
 
 
 # --- tasks, failures, reaping -----------------------------------------------------
+BROKER_DOWN_NOTE = (
+    "The job queue could not be reached: the source is kept and fetched once it is back."
+)
+
+
 def _queue(name: str, snapshot_id: int) -> None:
-    """Queue a source task after commit; if the broker is unreachable the snapshot fails."""
+    """Queue a source task after commit. If the broker is unreachable the snapshot stays
+    pending, marked as awaiting the broker, and send_unsent() sends it once it answers:
+    a broker outage delays a source, as it does a job, and never fails it."""
 
     def unreachable(exc: Exception) -> None:
-        shutil.rmtree(snapshot_dir(snapshot_id), ignore_errors=True)
-        _fail(snapshot_id, f"could not reach the job queue: {exc}")
+        SourceSnapshot.objects.filter(pk=snapshot_id, status=SourceSnapshot.Status.PENDING).update(
+            awaiting_broker=True
+        )
 
     queue_task(name, snapshot_id, on_error=unreachable)
+
+
+def task_for(snapshot: SourceSnapshot) -> str:
+    return EXTRACT_TASK if snapshot.origin == SourceSnapshot.Origin.UPLOAD else CLONE_TASK
+
+
+def send_unsent() -> list[int]:
+    """Send the tasks of the pending snapshots the broker could not take (the dispatcher
+    calls this once the broker answers); the ids sent. Each is taken with a conditional
+    UPDATE, so two dispatchers never send one twice; one the broker refuses again is
+    marked again by _queue and waits for the next round."""
+    sent = []
+    waiting = SourceSnapshot.objects.filter(
+        status=SourceSnapshot.Status.PENDING, awaiting_broker=True
+    ).order_by("created_at")
+    for snapshot in waiting:
+        taken = SourceSnapshot.objects.filter(
+            pk=snapshot.pk, status=SourceSnapshot.Status.PENDING, awaiting_broker=True
+        ).update(awaiting_broker=False)
+        if taken:
+            _queue(task_for(snapshot), snapshot.pk)
+            sent.append(snapshot.pk)
+    return sent
 
 
 def _fail(snapshot_id: int, message: str) -> None:
@@ -342,8 +373,11 @@ def reap_staging() -> list[str]:
     lost = SourceSnapshot.objects.filter(
         status=SourceSnapshot.Status.PENDING, created_at__lt=cutoff
     )
-    for pk in lost.values_list("pk", flat=True):
-        _fail(pk, f"still not extracted or cloned after {grace} s: the worker was lost")
+    for pk, waited in lost.values_list("pk", "awaiting_broker"):
+        if waited:
+            _fail(pk, f"the job queue could not be reached for {grace} s")
+        else:
+            _fail(pk, f"still not extracted or cloned after {grace} s: the worker was lost")
     if not root.is_dir():
         return []
     removed += _remove_staging(root, max_age=grace)

@@ -18,6 +18,7 @@ from django.db import connection
 
 from jobs.choices import TERMINAL_STATUSES, JobStatus
 from jobs.models import Job, JobEvent
+from tests.waits import JOB_S, START_S, STOP_S, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -64,7 +65,7 @@ class Worker:
         )
         self.wait_for_log(" ready.", self.starts)
 
-    def wait_for_log(self, text: str, count: int = 1, timeout: float = 60) -> None:
+    def wait_for_log(self, text: str, count: int = 1, timeout: float = JOB_S) -> None:
         deadline = time.monotonic() + timeout
         while self.log.read_text().count(text) < count:
             if self.proc and self.proc.poll() is not None:
@@ -85,7 +86,7 @@ class Worker:
             return
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=20)
+            self.proc.wait(timeout=STOP_S)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             pass
         with contextlib.suppress(ProcessLookupError):
@@ -160,7 +161,7 @@ def job_image() -> str:
     return image
 
 
-def wait_for_status(job_id: int, statuses: set[str], timeout: float = 60) -> Job:
+def wait_for_status(job_id: int, statuses: set[str], timeout: float = JOB_S) -> Job:
     if not wait_until(
         lambda: Job.objects.filter(pk=job_id, status__in=statuses).exists(), timeout, 0.1
     ):
@@ -169,7 +170,7 @@ def wait_for_status(job_id: int, statuses: set[str], timeout: float = 60) -> Job
     return Job.objects.get(pk=job_id)
 
 
-def runner_group(job_id: int, timeout: float = 15) -> int:
+def runner_group(job_id: int, timeout: float = START_S) -> int:
     """The process group of the job's runner, as the executor logged it."""
     deadline = time.monotonic() + timeout
     while True:
@@ -205,17 +206,7 @@ def group_alive(pgid: int) -> bool:
     return bool(processes(lambda fields: int(fields[2]) == pgid))
 
 
-def wait_until(condition: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
-    """Whether ``condition()`` became true within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-    return True
-
-
-def wait_until_gone(pgid: int, timeout: float = 20) -> bool:
+def wait_until_gone(pgid: int, timeout: float = STOP_S) -> bool:
     return wait_until(lambda: not group_alive(pgid), timeout)
 
 

@@ -118,14 +118,18 @@ class Job(models.Model):
         return (end - self.started_at).total_seconds()
 
     # --- moving ------------------------------------------------------------
-    def _move(self, to: str, *, note: str = "", **fields: Any) -> bool:
+    def _move(
+        self, to: str, *, note: str = "", where: dict[str, Any] | None = None, **fields: Any
+    ) -> bool:
         if to not in TRANSITIONS[self.status]:
             raise IllegalTransition(f"job {self.pk}: {self.status} → {to} is not allowed")
         from jobs.models.event import JobEvent
 
         # One commit for the move and its log line; no savepoint inside a caller's transaction.
         with transaction.atomic(savepoint=False):
-            changed = Job.objects.filter(pk=self.pk, status=self.status).update(status=to, **fields)
+            changed = Job.objects.filter(pk=self.pk, status=self.status, **(where or {})).update(
+                status=to, **fields
+            )
             if not changed:
                 return False
             JobEvent.objects.create(
@@ -153,14 +157,20 @@ class Job(models.Model):
         """Back to pending: the message that was to run it could not be sent."""
         return self._move(JobStatus.PENDING, note=note, task_id="", queued_at=None)
 
-    def claim(self, worker: str, **fields: Any) -> bool:
+    def claim(self, worker: str, *, task_id: str = "", **fields: Any) -> bool:
         """Take a queued job for running; False when another delivery already took it.
 
+        ``task_id``: the message's; when given, only the message the row names may claim
+        it. The dispatcher sends a job again under a new id when it believes the first
+        message lost; if that one turns up after all (a worker that answered late), it
+        must not claim the job under an id the row no longer has, or a retry of it would
+        take it for another's run and leave the job running with nobody on it.
         ``fields`` are written in the same UPDATE (the executor that will run it).
         """
         now = timezone.now()
         return self._move(
             JobStatus.RUNNING,
+            where={"task_id": task_id} if task_id else None,
             note=f"on {worker}",
             worker=worker,
             started_at=now,

@@ -22,6 +22,7 @@ from config.celery import app, queue_task
 from jobs.choices import EventKind, JobStatus
 from jobs.models import Job
 from jobs.services.submit import RUN_TASK, enqueue, queue_for
+from teams.sources import send_unsent
 
 logger = logging.getLogger(__name__)
 
@@ -37,36 +38,54 @@ LOST_BY_WORKER = (
 
 
 def dispatch_jobs() -> dict[str, list[int]]:
-    """Queue the pending jobs and re-send the queued ones the broker lost; what was done."""
-    done: dict[str, list[int]] = {"queued": [], "resent": []}
+    """Queue the pending jobs and sources and re-send the queued jobs the broker lost;
+    what was done."""
+    done: dict[str, list[int]] = {"queued": [], "resent": [], "sources": []}
     if not broker_answers():
         return done  # nothing can be sent: leave every job as it is, try next interval
     for job in Job.objects.filter(status=JobStatus.PENDING).order_by("created_at"):
         if enqueue(job, note="the broker is back: queued by the dispatcher"):
             done["queued"].append(job.pk)
+    # A source snapshot's extraction or clone the broker could not take, the same way.
+    done["sources"] = send_unsent()
+    queued = Job.objects.filter(status=JobStatus.QUEUED)
+    now = timezone.now()
     stale = list(
-        Job.objects.filter(
-            status=JobStatus.QUEUED,
-            queued_at__lt=timezone.now() - timedelta(seconds=settings.ROCPATH_REDISPATCH_AFTER_S),
+        queued.filter(
+            queued_at__lt=now - timedelta(seconds=settings.ROCPATH_REDISPATCH_AFTER_S)
         ).order_by("queued_at")
     )
     if stale:
         held = task_ids_in_broker({queue_for(job) for job in stale})
-        if held is not None:  # a transport that keeps its messages is never second-guessed
-            for job in stale:
-                if job.task_id not in held and resend(job, LOST_BY_BROKER):
-                    done["resent"].append(job.pk)
-            # Delivered and never acknowledged, yet not held by any live worker: the worker
-            # that took it was killed (Redis gives it to another only after the visibility
-            # timeout, hours away). Only asked about when there are such jobs.
-            delivered = delivered_task_ids() or set()
-            taken = [job for job in stale if job.task_id in delivered]
-            alive = _held_by_workers() if taken else None
-            for job in taken if alive is not None else []:
-                if job.task_id not in alive and resend(job, LOST_BY_WORKER):
-                    done["resent"].append(job.pk)
-    if done["queued"] or done["resent"]:
-        logger.warning("dispatcher: queued %s, sent again %s", done["queued"], done["resent"])
+        # A transport that keeps its messages (held is None) is never second-guessed.
+        for job in stale if held is not None else []:
+            if job.task_id not in held and resend(job, LOST_BY_BROKER):
+                done["resent"].append(job.pk)
+    # Delivered and never acknowledged, yet not held by any live worker: the worker that
+    # took it (prefetched, or waiting out a retry's countdown) was killed, and Redis gives
+    # it to another only after the visibility timeout, hours away. Looked at once a job
+    # has been queued for one interval, not ROCPATH_REDISPATCH_AFTER_S: a delivered message
+    # is in no backlog, so waiting longer only keeps the job waiting. The workers are
+    # asked only when there are such jobs; a re-send to a worker that was merely slow to
+    # answer is harmless (the claim is conditional).
+    settled = list(
+        queued.filter(
+            queued_at__lt=now - timedelta(seconds=settings.ROCPATH_DISPATCH_INTERVAL_S)
+        ).exclude(pk__in=done["resent"])
+    )
+    delivered = (delivered_task_ids() or set()) if settled else set()
+    taken = [job for job in settled if job.task_id in delivered]
+    alive = held_by_workers() if taken else None
+    for job in taken if alive is not None else []:
+        if job.task_id not in alive and resend(job, LOST_BY_WORKER):
+            done["resent"].append(job.pk)
+    if done["queued"] or done["resent"] or done["sources"]:
+        logger.warning(
+            "dispatcher: queued %s, sent again %s, sources sent %s",
+            done["queued"],
+            done["resent"],
+            done["sources"],
+        )
     return done
 
 
@@ -100,15 +119,18 @@ def resend(job: Job, why: str = LOST_BY_BROKER) -> bool:
     return True
 
 
-def _held_by_workers() -> set[str] | None:
-    """The task ids the live workers hold (waiting for their time, prefetched, running);
-    None when they could not be asked. Asked in that order, so a task moving from one
-    list to the next meanwhile is still seen (and a re-send would be harmless anyway)."""
+def held_by_workers(
+    lists: tuple[str, ...] = ("scheduled", "reserved", "active"), workers: list[str] | None = None
+) -> set[str] | None:
+    """The task ids the live workers (or the named ones) hold: waiting for their time
+    (scheduled), prefetched (reserved), running (active); None when they could not be
+    asked. Asked in that order, so a task moving from one list to the next meanwhile is
+    still seen (and a re-send would be harmless anyway)."""
     try:
-        inspect = app.control.inspect(timeout=1.0)
-        replies = [inspect.scheduled(), inspect.reserved(), inspect.active()]
+        inspect = app.control.inspect(destination=workers, timeout=1.0)
+        replies = [getattr(inspect, name)() for name in lists]
     except Exception:
-        logger.warning("dispatcher: could not ask the workers what they hold", exc_info=True)
+        logger.warning("could not ask the workers what they hold", exc_info=True)
         return None
     ids: set[str] = set()
     for reply in replies:

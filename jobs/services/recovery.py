@@ -11,6 +11,7 @@ from django.utils import timezone
 from jobs.choices import JobStatus
 from jobs.models import Job, JobEvent
 from jobs.services.cancel import revoke
+from jobs.services.dispatch import held_by_workers
 from jobs.services.submit import queue_for
 
 logger = logging.getLogger(__name__)
@@ -25,8 +26,21 @@ def reap_stuck_jobs() -> list[int]:
         status=JobStatus.RUNNING, heartbeat_at__lt=now - timedelta(seconds=running_grace)
     )
     answering = _answering_workers({job.worker for job in stale if job.worker})
+    # A task that hit a lost database waits out its retry's pause (2, 4 … 60 s, up to
+    # ROCPATH_DB_RETRIES times) on its worker, scheduled, while its job stays running
+    # without a heartbeat: after an outage longer than the grace every such job looked
+    # stuck and was reaped, though its next try would have queued it again. Left alone
+    # while its live worker holds its task scheduled; once the retries are spent the task
+    # raises and the next round reaps it.
+    retrying = (
+        held_by_workers(("scheduled",), sorted(answering)) or set()
+        if any(job.worker in answering for job in stale)
+        else set()
+    )
     for job in stale:
         since = f"{job.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC"
+        if job.worker in answering and job.task_id and job.task_id in retrying:
+            continue
         if job.worker and job.worker in answering:
             # The worker is alive but its task no longer beats: the task ended without
             # finishing the job (it raised, e.g. on a lost database), not the worker.

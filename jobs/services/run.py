@@ -187,8 +187,8 @@ def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = 
     if job.status != JobStatus.QUEUED:
         return f"skipped: {job.status}"
     executor_name = resolve_executor()  # cached per process
-    if not job.claim(worker, executor=executor_name):
-        return "skipped: claimed elsewhere"
+    if not job.claim(worker, task_id=task_id, executor=executor_name):
+        return "skipped: claimed elsewhere, or sent again under another task id"
     folder = job_dir(job.pk)
     spec = JobSpec(
         job_id=job.pk,

@@ -25,7 +25,7 @@ from teams.api.serializers import (
     TeamSerializer,
 )
 from teams.models import AdoptionProject, Team
-from teams.sources import SourceError, add_git, add_upload
+from teams.sources import BROKER_DOWN_NOTE, SourceError, add_git, add_upload
 
 
 @extend_schema_view(
@@ -112,6 +112,12 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         except SourceError as exc:
             field = "archive" if data.get("archive") else "git_url"
             raise ValidationError({field: [str(exc)]}) from exc
+        snapshot.refresh_from_db()  # the task was sent on commit, or could not be
+        if snapshot.awaiting_broker:
+            # Kept pending and sent by the dispatcher once the broker answers, as a job is:
+            # 202, not 201, as for a job the broker could not take.
+            body = {**SourceSerializer(snapshot).data, "detail": BROKER_DOWN_NOTE}
+            return Response(body, status=202)
         return Response(SourceSerializer(snapshot).data, status=201)
 
 

@@ -16,6 +16,7 @@ from tests.factories import (
     make_team,
     make_user,
 )
+from tests.waits import JOB_S
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -68,7 +69,7 @@ def test_the_pages_htmx_charts_and_api_docs_raise_no_csp_violation(page):
     page.select_option("#id_kind", "noop")
     page.fill("#id_params", '{"seconds": 8, "steps": 8}')
     page.click("form.card button[type=submit]")
-    page.wait_for_selector('#job-status [data-status="running"]', timeout=30_000)
+    page.wait_for_selector('#job-status [data-status="running"]', timeout=JOB_S * 1000)
     page.wait_for_timeout(2_500)  # a few polls
     collect()
 
@@ -94,7 +95,7 @@ def test_the_pages_htmx_charts_and_api_docs_raise_no_csp_violation(page):
 
     # Swagger UI, whose scripts and styles are all served from here.
     page.goto("/api/docs/")
-    page.wait_for_selector(".swagger-ui .information-container", timeout=30_000)
+    page.wait_for_selector(".swagger-ui .information-container", timeout=JOB_S * 1000)
     collect()
     page.goto("/account/token/")
     collect()

@@ -13,6 +13,7 @@ from stack.tools import which
 from teams.choices import Role
 from tests.browser.steps import sign_in
 from tests.factories import add_member, make_project, make_team, make_user
+from tests.waits import JOB_S
 
 pytestmark = [
     pytest.mark.browser,
@@ -65,11 +66,11 @@ def test_a_team_uploads_its_code_scans_it_and_follows_the_report_to_the_line(pag
     page.click("form:has(#archive) button[type=submit]")
     source = page.locator("tr[data-source]")
     # The worker extracts it; the page follows until it is ready (no reload by hand).
-    page.wait_for_selector("tr[data-source] >> text=Ready", timeout=30_000)
+    page.wait_for_selector("tr[data-source] >> text=Ready", timeout=JOB_S * 1000)
     assert "code.tar.gz" in source.inner_text()
 
     page.click('[data-step="hipify-scan"]')  # the project page's "Scan with HIPIFY"
-    page.wait_for_selector('#job-status [data-status="succeeded"]', timeout=60_000)
+    page.wait_for_selector('#job-status [data-status="succeeded"]', timeout=JOB_S * 1000)
     assert Job.objects.get().project == project
 
     page.goto(f"/projects/{project.pk}/")

@@ -8,6 +8,7 @@ from jobs.models import Job
 from teams.choices import Role
 from tests.browser.steps import sign_in
 from tests.factories import add_member, make_team, make_user
+from tests.waits import JOB_S
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -25,7 +26,7 @@ def test_a_member_signs_in_submits_a_probe_and_watches_it_succeed(page):
     page.wait_for_url("**/jobs/*/")
     job = Job.objects.get()
     # The page updates itself (htmx polling) until the job ends, then reloads once.
-    page.wait_for_selector('#job-status [data-status="succeeded"]', timeout=60_000)
+    page.wait_for_selector('#job-status [data-status="succeeded"]', timeout=JOB_S * 1000)
     assert page.locator("#environment").is_visible()
     assert "logical cores" in page.inner_text("#environment")
     assert "rocminfo" in page.inner_text("#environment")
@@ -48,7 +49,7 @@ def test_a_long_job_can_be_canceled_from_its_page(page):
     page.select_option("#id_kind", "noop")
     page.fill("#id_params", '{"seconds": 120, "steps": 120}')
     page.click("form.card button[type=submit]")
-    page.wait_for_selector('#job-status [data-status="running"]', timeout=30_000)
+    page.wait_for_selector('#job-status [data-status="running"]', timeout=JOB_S * 1000)
     page.click("button.danger")
-    page.wait_for_selector('#job-status [data-status="canceled"]', timeout=30_000)
+    page.wait_for_selector('#job-status [data-status="canceled"]', timeout=JOB_S * 1000)
     assert Job.objects.get().status == "canceled"

@@ -17,12 +17,12 @@ import pytest
 from kombu import Connection, Exchange, Queue
 
 from config.embedded_broker import filesystem_options
+from tests.waits import JOB_S
 
 TRANSPORT = "config.embedded_broker:Transport"
 # Spawned, not forked: a fork of the test process copies whatever locks its other threads
 # (earlier tests' clients, loggers) hold at that instant, and a child can hang on one.
 SPAWN = multiprocessing.get_context("spawn")
-DEADLINE_S = 120  # for every wait below: long on a loaded machine, never for ever
 
 
 def connect(broker: Path) -> Connection:
@@ -75,7 +75,7 @@ def test_a_message_file_is_never_seen_before_it_is_whole(tmp_path):
     go.set()
     folder = broker / "queue"
     seen, partial = 0, []
-    deadline = time.monotonic() + DEADLINE_S
+    deadline = time.monotonic() + JOB_S
     while any(w.is_alive() for w in writers) or seen == 0:
         assert time.monotonic() < deadline, "the writers did not finish"
         for name in os.listdir(folder):
@@ -91,7 +91,7 @@ def test_a_message_file_is_never_seen_before_it_is_whole(tmp_path):
             except ValueError:
                 partial.append((name, len(raw)))
     for w in writers:
-        w.join(DEADLINE_S)
+        w.join(JOB_S)
     assert seen > 0
     assert partial == [], f"{len(partial)} message files read before they were written"
 
@@ -104,16 +104,16 @@ def test_readers_and_writers_in_many_processes_deliver_every_message_once(tmp_pa
     start(writers + readers)
     go.set()
     for w in writers:
-        w.join(DEADLINE_S)
+        w.join(JOB_S)
         assert w.exitcode == 0, "a writer did not finish"
-    deadline = time.monotonic() + DEADLINE_S
+    deadline = time.monotonic() + JOB_S
     while any(n.endswith(".msg") for n in os.listdir(broker / "queue")):
         assert time.monotonic() < deadline, "the readers stopped taking messages"
         time.sleep(0.1)
     stop.set()
-    results = [out.get(timeout=DEADLINE_S) for _ in readers]
+    results = [out.get(timeout=JOB_S) for _ in readers]
     for r in readers:
-        r.join(DEADLINE_S)
+        r.join(JOB_S)
     assert [error for _, error in results if error] == []
     got = [item for items, _ in results for item in items]
     assert len(got) == 6 * 500 and len(set(got)) == 6 * 500
@@ -137,7 +137,7 @@ def test_queues_bound_at_once_from_many_processes_all_stay_bound(tmp_path):
         start(binders)
         go.set()
         for b in binders:
-            b.join(DEADLINE_S)
+            b.join(JOB_S)
         assert [b.exitcode for b in binders] == [0] * len(names)
         bound = {row[2] for row in json.loads(exchange.read_bytes())}
         assert bound == set(names)

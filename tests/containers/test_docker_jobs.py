@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import docker
 import pytest
 
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.docker import LABEL_JOB
+from tests.waits import JOB_S, LONG_JOB_S, STOP_S
 from tests.workers import TERMINAL, submit_long_job, wait_for_status, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -23,7 +22,7 @@ def submit(api, kind: str, params: dict | None = None, **extra) -> int:
     return response.json()["id"]
 
 
-def gone(job_id: int, timeout: float = 10) -> bool:
+def gone(job_id: int, timeout: float = STOP_S) -> bool:
     """Whether the job's containers are removed (removal runs beside the ingest)."""
     return wait_until(lambda: not containers_of(job_id), timeout, 0.1)
 
@@ -46,7 +45,7 @@ def containers_of(job_id: int) -> list[dict]:
 
 
 def test_a_probe_runs_in_the_debian_image_and_records_its_digest(docker_worker, api, job_image):
-    job = wait_for_status(submit(api, "probe"), TERMINAL, timeout=120)
+    job = wait_for_status(submit(api, "probe"), TERMINAL, timeout=LONG_JOB_S)
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert job.executor == "docker" and job.image == job_image
     digest = docker.from_env().images.get(job_image).id
@@ -76,7 +75,7 @@ def test_a_fork_bomb_is_stopped_by_the_pids_limit(docker_worker, api):
     job_id = submit(
         api, "sandbox-check", {"action": "fork-bomb", "max_processes": 5000}, hardware={"pids": 64}
     )
-    job = wait_for_status(job_id, TERMINAL, timeout=120)
+    job = wait_for_status(job_id, TERMINAL, timeout=LONG_JOB_S)
     assert job.status == JobStatus.FAILED, job.error
     assert "fork refused" in job.error
     assert job.summary["processes_started"] < 64
@@ -89,14 +88,14 @@ def test_a_memory_hog_is_oom_killed_and_reported_as_such(docker_worker, api):
         {"action": "allocate-memory", "megabytes": 1024},
         hardware={"memory_mb": 128},
     )
-    job = wait_for_status(job_id, TERMINAL, timeout=120)
+    job = wait_for_status(job_id, TERMINAL, timeout=LONG_JOB_S)
     assert job.status == JobStatus.ERRORED
     assert "out of memory" in job.error and "128 MiB" in job.error
 
 
 def test_a_job_past_its_timeout_is_killed_and_reported(docker_worker, api):
     job_id = submit(api, "noop", {"seconds": 120, "steps": 120}, timeout_s=3)
-    job = wait_for_status(job_id, TERMINAL, timeout=60)
+    job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.ERRORED and job.error == "timed out after 3 s"
     assert gone(job_id)
 
@@ -104,7 +103,7 @@ def test_a_job_past_its_timeout_is_killed_and_reported(docker_worker, api):
 def test_cancel_removes_the_container(docker_worker, api):
     job_id = long_job_with_container(api, running=True)
     assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
-    job = wait_for_status(job_id, TERMINAL, timeout=30)
+    job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.CANCELED
     assert gone(job_id)
 
@@ -115,8 +114,7 @@ def test_a_worker_sigkilled_mid_job_leaves_no_container_once_reaped(docker_worke
     docker_worker.sigkill_main_process()
     assert containers_of(job_id), "the engine keeps the container after its worker died"
     settings.ROCPATH_RUNNING_GRACE_S = 1
-    time.sleep(2)
-    assert services.reap_stuck_jobs() == [job_id]
+    assert wait_until(lambda: services.reap_stuck_jobs() == [job_id], STOP_S, 0.5)
     assert services.sweep_containers()  # what every worker does when the reaper broadcasts
     assert containers_of(job_id) == []
     job = wait_for_status(job_id, TERMINAL)
@@ -127,7 +125,7 @@ def test_a_restarted_worker_removes_the_containers_of_its_previous_life(docker_w
     job_id = long_job_with_container(api)
     docker_worker.sigkill_main_process()
     docker_worker.start()
-    job = wait_for_status(job_id, TERMINAL, timeout=30)
+    job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.ERRORED and "restarted" in job.error
     assert gone(job_id)
 
@@ -146,7 +144,7 @@ def test_a_blas_bench_on_numpy_runs_in_the_debian_image_and_stores_measurements(
         "precisions": ["fp64", "fp32"],
         "sizes": [64, 128],
     }
-    job = wait_for_status(submit(api, "blas-bench", params), TERMINAL, timeout=180)
+    job = wait_for_status(submit(api, "blas-bench", params), TERMINAL, timeout=LONG_JOB_S)
     assert job.status == JobStatus.SUCCEEDED, job.error
     throughput = job.measurements.filter(benchmark="gemm", metric="throughput")
     cases = {(m.case["precision"], m.case["m"]) for m in throughput}
@@ -187,13 +185,13 @@ def _project_with_source(api, text: str) -> int:
     assert added.status_code == 201
     # The worker extracts it after the commit.
     source = f"/api/v1/projects/{pid}/sources/"
-    assert wait_until(lambda: api.get(source).json()["results"][0]["status"] == "ready", 60, 0.1)
+    assert wait_until(lambda: api.get(source).json()["results"][0]["status"] == "ready", JOB_S, 0.1)
     return pid
 
 
 def test_a_hipify_scan_runs_in_the_debian_image_on_the_projects_source(docker_worker, api):
     project = _project_with_source(api, PLANTED)
-    job = wait_for_status(submit(api, "hipify-scan", project=project), TERMINAL, timeout=180)
+    job = wait_for_status(submit(api, "hipify-scan", project=project), TERMINAL, timeout=LONG_JOB_S)
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert job.summary["totals"]["files"] == 1
     assert job.summary["tool"]["hip_version"]  # the image's own hipify-perl
@@ -203,7 +201,7 @@ def test_a_hipify_scan_runs_in_the_debian_image_on_the_projects_source(docker_wo
 def test_compile_check_in_the_debian_image_reports_a_planted_error_at_its_line(docker_worker, api):
     project = _project_with_source(api, PLANTED)
     job_id = submit(api, "compile-check", {"targets": ["gfx942", "gfx90a"]}, project=project)
-    job = wait_for_status(job_id, TERMINAL, timeout=300)
+    job = wait_for_status(job_id, TERMINAL, timeout=LONG_JOB_S)
     assert job.status == JobStatus.FAILED, job.error  # the tool ran and said no
     errors = job.summary["first_errors"]
     planted = [e for e in errors if "this_is_not_declared" in e["message"]]

@@ -18,10 +18,9 @@ from jobs.executors import docker as docker_executor
 from jobs.executors.base import JobSpec, Outcome
 from tests.factories import make_job
 from tests.hooks import Recorder
+from tests.waits import JOB_S
 
 pytestmark = pytest.mark.django_db
-
-ENDS_WITHIN_S = 60  # a job of /bin/true takes well under a second; a hang never ends
 
 
 @pytest.mark.parametrize("run", range(5))
@@ -46,7 +45,7 @@ def test_a_container_that_exits_at_once_ends_its_job(team, job_image, monkeypatc
         daemon=True,  # a hung one must not keep the test process alive
     )
     runner.start()
-    runner.join(ENDS_WITHIN_S)
+    runner.join(JOB_S)
     docker_executor.remove_containers(jobs={job.pk})
-    assert ended, f"the job of a container that ran /bin/true did not end in {ENDS_WITHIN_S} s"
+    assert ended, f"the job of a container that ran /bin/true did not end in {JOB_S} s"
     assert ended[0].exit_code == 0 and not ended[0].timed_out

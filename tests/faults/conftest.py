@@ -17,11 +17,6 @@ from config.celery import app
 from tests.faults.servers import RedisServer, free_port
 from tests.workers import Worker, worker_env
 
-# Every wait of this suite, named once: for a process or server to start, and for jobs
-# to end after a fault (several retry pauses of 2, 4, 8 s, then the jobs themselves).
-START_S = 60
-RECOVERY_S = 90
-
 
 @pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[RedisServer]:

@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.waits import START_S
+
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-# How long a private server may take to answer after a start (or a crash recovery).
-SERVER_START_S = 60
 
 
 def free_port() -> int:
@@ -60,7 +60,7 @@ class RedisServer:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + SERVER_START_S
+        deadline = time.monotonic() + START_S
         while not self.answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError((self.folder / "redis.log").read_text()[-2000:])
@@ -108,7 +108,7 @@ class PostgresCluster:
             capture_output=True,
             text=True,
             check=False,
-            timeout=SERVER_START_S + 30,
+            timeout=START_S + 30,
         )
         if done.returncode != 0:
             log = self.folder / "postgres.log"
@@ -134,20 +134,20 @@ class PostgresCluster:
     def start(self) -> None:
         self._as_postgres(
             _pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.folder / "postgres.log"),
-            "-o", self._options(), "-w", "-t", str(SERVER_START_S), "start",
+            "-o", self._options(), "-w", "-t", str(START_S), "start",
         )  # fmt: skip
 
     def stop(self, mode: str = "fast") -> None:
         """`pg_ctl stop -m fast` (clients told, clean) or `-m immediate` (as a crash)."""
         self._as_postgres(
             _pg_bin("pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "-t",
-            str(SERVER_START_S), "stop",
+            str(START_S), "stop",
         )  # fmt: skip
 
     def restart(self, mode: str) -> None:
         self._as_postgres(
             _pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.folder / "postgres.log"),
-            "-m", mode, "-o", self._options(), "-w", "-t", str(SERVER_START_S), "restart",
+            "-m", mode, "-o", self._options(), "-w", "-t", str(START_S), "restart",
         )  # fmt: skip
 
     def answers(self) -> bool:

@@ -6,12 +6,19 @@ import signal
 from datetime import timedelta
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
-from tests.faults.conftest import RECOVERY_S, START_S, start_worker
+from jobs.services.submit import enqueue
+from teams.models import SourceSnapshot
+from teams.sources import tree_of
+from tests.archives import KERNEL, tar_bytes, tar_entry
+from tests.factories import make_project
+from tests.faults.conftest import start_worker
+from tests.waits import JOB_S, START_S
 from tests.workers import TERMINAL, wait_for_status, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -33,7 +40,7 @@ def test_a_redis_sigterm_while_a_job_runs_leaves_the_worker_alive_and_the_next_j
     fault_worker.wait_for_log("Connection to broker lost")
     private_broker.start()
 
-    job = wait_for_status(_noop(user, team), TERMINAL, timeout=60)
+    job = wait_for_status(_noop(user, team), TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert wait_for_status(running, TERMINAL).status == JobStatus.SUCCEEDED
     assert fault_worker.proc.poll() is None, fault_worker.log.read_text()[-3000:]
@@ -50,11 +57,34 @@ def test_a_submission_while_the_broker_is_down_is_accepted_pending_and_runs_once
     assert body["status"] == "pending" and "queued when the broker is back" in body["detail"]
     assert response["Location"] == body["links"]["self"]
 
-    assert services.dispatch_jobs() == {"queued": [], "resent": []}  # still down: untouched
+    assert services.dispatch_jobs() == {"queued": [], "resent": [], "sources": []}  # untouched
     private_broker.start()
     assert services.dispatch_jobs()["queued"] == [body["id"]]
     job = wait_for_status(body["id"], TERMINAL)
     assert job.status == JobStatus.SUCCEEDED and job.attempt == 1, job.error
+
+
+def test_a_source_uploaded_while_the_broker_is_down_stays_pending_and_is_extracted_once_back(
+    fault_worker, private_broker, api, team
+):
+    project = make_project(team, "outage")
+    private_broker.stop(signal.SIGKILL)
+    archive = SimpleUploadedFile("code.tar.gz", tar_bytes([(tar_entry("k.cu"), KERNEL)]))
+    response = api.post(
+        f"/api/v1/projects/{project.pk}/sources/", {"archive": archive}, format="multipart"
+    )
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["status"] == "pending" and "fetched once it is back" in body["detail"]
+    assert services.dispatch_jobs()["sources"] == []  # still down: untouched
+
+    private_broker.start()
+    assert services.dispatch_jobs()["sources"] == [body["id"]]
+    assert services.dispatch_jobs()["sources"] == []  # sent once, not once per interval
+    assert wait_until(lambda: SourceSnapshot.objects.get(pk=body["id"]).status != "pending", JOB_S)
+    snapshot = SourceSnapshot.objects.get(pk=body["id"])
+    assert snapshot.status == "ready", snapshot.error
+    assert (tree_of(snapshot) / "k.cu").read_bytes() == KERNEL
 
 
 def test_a_backlog_a_redis_restart_threw_away_is_sent_again_and_runs(
@@ -106,6 +136,27 @@ def test_a_stale_job_on_a_worker_that_answers_is_not_called_worker_lost(
     assert "still answers" in error and "worker lost" not in error
 
 
+def test_a_running_job_whose_task_waits_out_a_database_retry_is_not_reaped(
+    fault_worker, private_broker, user, team, settings
+):
+    """After an outage longer than the grace, a job whose task waits out a retry's pause
+    on a live worker has no recent heartbeat: it is that task's to queue again."""
+    job = Job.objects.get(pk=_noop(user, team))
+    wait_for_status(job.pk, TERMINAL)
+    hostname = Job.objects.get(pk=job.pk).worker
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.PENDING)
+    job.refresh_from_db()
+    assert enqueue(job, countdown=60, note="a retry's pause, as after a lost database")
+    fault_worker.wait_for_log(f"[{job.task_id}] received")
+    # What the first try left: running on that worker, its last heartbeat before the outage.
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, worker=hostname, heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
+    settings.ROCPATH_RUNNING_GRACE_S = 60
+    assert services.reap_stuck_jobs() == []
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
+
+
 def test_a_redis_sigkill_under_load_loses_no_job_and_runs_none_twice(
     fault_worker, private_broker, user, team, settings
 ):
@@ -121,7 +172,7 @@ def test_a_redis_sigkill_under_load_loses_no_job_and_runs_none_twice(
         services.dispatch_jobs()  # what beat asks of the control worker every interval
         return not Job.objects.filter(pk__in=jobs).exclude(status__in=TERMINAL).exists()
 
-    assert wait_until(all_ended, RECOVERY_S, 1), fault_worker.log.read_text()[-3000:]
+    assert wait_until(all_ended, JOB_S, 1), fault_worker.log.read_text()[-3000:]
     for job in Job.objects.filter(pk__in=jobs):
         assert job.status == JobStatus.SUCCEEDED and job.attempt == 1, (job.pk, job.error)
         starts = job.events.filter(message__startswith="runner started").count()

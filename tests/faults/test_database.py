@@ -13,6 +13,7 @@ from django.db import close_old_connections, connection
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
+from tests.waits import JOB_S
 from tests.workers import TERMINAL, wait_for_status, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -46,10 +47,10 @@ def test_a_worker_whose_connections_were_killed_runs_the_next_job(fault_worker, 
 def test_a_job_whose_database_went_away_mid_run_runs_again_saying_why(fault_worker, user, team):
     job_id = _noop(user, team, seconds=4)
     wait_for_status(job_id, {JobStatus.RUNNING})
-    assert wait_until(lambda: Job.objects.get(pk=job_id).progress > 0, 30)
+    assert wait_until(lambda: Job.objects.get(pk=job_id).progress > 0, JOB_S)
     _terminate_other_backends()
 
-    job = wait_for_status(job_id, TERMINAL, timeout=90)
+    job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.SUCCEEDED and job.attempt == 2, job.error
     notes = list(job.events.filter(kind="status").values_list("message", flat=True))
     assert any("the database connection was lost while the job ran" in n for n in notes), notes

@@ -20,8 +20,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.faults.conftest import RECOVERY_S, START_S
 from tests.faults.servers import PostgresCluster, RedisServer, free_port, port_answers
+from tests.waits import JOB_S, START_S
 from tests.workers import ROOT, Worker, group_alive, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -199,7 +199,7 @@ def test_a_postgres_restart_under_load_loses_no_job_runs_none_twice_and_serves_n
             stack.statuses(ids)
         ) == len(ids)
 
-    assert wait_until(all_ended, RECOVERY_S, 0.2), (
+    assert wait_until(all_ended, JOB_S, 0.2), (
         stack.statuses(ids),
         pg_worker.log.read_text()[-3000:],
     )

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import signal
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
 from jobs.services.submit import enqueue
-from tests.faults.conftest import RECOVERY_S, start_worker
+from tests.faults.conftest import start_worker
+from tests.waits import JOB_S
 from tests.workers import TERMINAL, group_alive, runner_group, wait_for_status, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -47,9 +50,9 @@ def test_a_pool_child_sigkilled_mid_job_ends_it_once_and_the_worker_runs_the_nex
         (child,) = _children(worker.proc.pid)  # one slot: the pool child running the job
         os.kill(child, signal.SIGKILL)
 
-        assert wait_until(lambda: not group_alive(pgid), RECOVERY_S), "the runner outlived it"
+        assert wait_until(lambda: not group_alive(pgid), JOB_S), "the runner outlived it"
         settings.ROCPATH_RUNNING_GRACE_S = 2
-        assert wait_until(lambda: job_id in services.reap_stuck_jobs(), RECOVERY_S, 0.5)
+        assert wait_until(lambda: job_id in services.reap_stuck_jobs(), JOB_S, 0.5)
         job = Job.objects.get(pk=job_id)
         assert job.status == JobStatus.ERRORED and job.attempt == 1, job.error
         assert job.events.filter(message__startswith="runner started").count() == 1
@@ -57,7 +60,7 @@ def test_a_pool_child_sigkilled_mid_job_ends_it_once_and_the_worker_runs_the_nex
         after = wait_for_status(
             services.submit_job(user=user, kind="noop", params={}, team=team).pk,
             TERMINAL,
-            timeout=RECOVERY_S,
+            timeout=JOB_S,
         )
         assert after.status == JobStatus.SUCCEEDED, after.error
         assert worker.proc.poll() is None, worker.log.read_text()[-3000:]
@@ -67,24 +70,31 @@ def test_a_pool_child_sigkilled_mid_job_ends_it_once_and_the_worker_runs_the_nex
         worker.stop()
 
 
-def test_a_job_waiting_in_a_sigkilled_workers_hands_is_sent_again_and_runs_once(
+def test_a_job_waiting_in_a_sigkilled_workers_hands_is_sent_again_after_one_interval(
     fault_worker, private_broker, user, team, settings
 ):
-    """A retry waits its countdown inside the worker that took it, unacknowledged; Redis
-    would give it to another worker only after its visibility timeout (hours)."""
+    """A retry waits its countdown inside the worker that took it, unacknowledged (as a
+    prefetched message waits for a slot); Redis would give it to another worker only after
+    its visibility timeout (hours). The dispatcher sends it again once it has been queued
+    for one dispatch interval, not ROCPATH_REDISPATCH_AFTER_S (120 s)."""
     job = services.submit_job(user=user, kind="noop", params={}, team=team)
     wait_for_status(job.pk, TERMINAL)
     Job.objects.filter(pk=job.pk).update(status=JobStatus.PENDING)  # a fresh start, then
     job.refresh_from_db()
+    runs = job.events.filter(message__startswith="runner started").count()
     assert enqueue(job, countdown=60, note="a retry, as after a lost database")
     fault_worker.wait_for_log(f"[{job.task_id}] received")
-    settings.ROCPATH_REDISPATCH_AFTER_S = 0
+    # Queued one interval ago: past the dispatcher's look, far short of the redispatch wait.
+    one_interval = timedelta(seconds=settings.ROCPATH_DISPATCH_INTERVAL_S + 1)
+    assert one_interval.total_seconds() < settings.ROCPATH_REDISPATCH_AFTER_S
+    Job.objects.filter(pk=job.pk).update(queued_at=timezone.now() - one_interval)
     assert services.dispatch_jobs()["resent"] == []  # its live worker holds it: left alone
 
     fault_worker.sigkill_main_process()
     fault_worker.start()  # as a supervisor would: same name
     assert services.dispatch_jobs()["resent"] == [job.pk]
-    job = wait_for_status(job.pk, {JobStatus.SUCCEEDED, *TERMINAL}, timeout=RECOVERY_S)
+    job = wait_for_status(job.pk, {JobStatus.SUCCEEDED, *TERMINAL}, timeout=JOB_S)
     assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.events.filter(message__startswith="runner started").count() == runs + 1
     messages = list(job.events.values_list("message", flat=True))
     assert any("a worker took its message and is gone" in m for m in messages), messages

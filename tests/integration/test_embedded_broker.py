@@ -18,6 +18,7 @@ import pytest
 
 from jobs.choices import JobStatus
 from jobs.models import Job, JobEvent
+from tests.waits import SETUP_S
 from tests.workers import ROOT, TERMINAL, Worker, wait_until, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -25,7 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 WORKERS = 3
 THREADS = 12
 JOBS_PER_THREAD = 25  # 300 jobs
-SETTLE_S = 300  # the whole backlog, on a loaded two-core machine
 
 SUBMITTER = """
 import json, sys, threading
@@ -82,7 +82,7 @@ def test_hundreds_of_jobs_from_many_threads_each_run_once_on_three_workers(
             env=env,
             capture_output=True,
             text=True,
-            timeout=SETTLE_S,
+            timeout=SETUP_S,
             check=False,
         )
         assert submitted.returncode == 0, submitted.stderr[-3000:]
@@ -97,7 +97,7 @@ def test_hundreds_of_jobs_from_many_threads_each_run_once_on_three_workers(
                 jobs.filter(status__in=TERMINAL).count() == len(ids)
                 or any(handle.proc.poll() is not None for handle in workers)
             ),
-            SETTLE_S,
+            SETUP_S,
             0.5,
         )
         logs = "".join(handle.log.read_text() for handle in workers)

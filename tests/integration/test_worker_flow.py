@@ -8,12 +8,14 @@ import pytest
 
 from jobs import services
 from jobs.choices import JobStatus
+from tests.waits import JOB_S, STOP_S
 from tests.workers import (
     TERMINAL,
     group_alive,
     runner_group,
     submit_long_job,
     wait_for_status,
+    wait_until,
     wait_until_gone,
 )
 
@@ -39,9 +41,9 @@ def test_a_long_job_canceled_while_running_ends_canceled_and_its_processes_are_g
     pgid = runner_group(job_id)
     assert group_alive(pgid)
     assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
-    job = wait_for_status(job_id, TERMINAL, timeout=30)
+    job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.CANCELED
-    assert wait_until_gone(pgid, timeout=5), "the runner's process group survived the cancel"
+    assert wait_until_gone(pgid), "the runner's process group survived the cancel"
 
 
 def test_a_worker_sigkilled_mid_job_leaves_it_errored_never_running_and_never_run_twice(
@@ -56,7 +58,7 @@ def test_a_worker_sigkilled_mid_job_leaves_it_errored_never_running_and_never_ru
     assert wait_until_gone(pgid), "the runner outlived its worker"
 
     worker.start()  # same name: on start it ends what its previous life left running
-    job = wait_for_status(job_id, TERMINAL, timeout=30)
+    job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.ERRORED and "worker lost" in job.error
     assert job.attempt == 1
     time.sleep(2)  # a late redelivery must not start it again
@@ -73,7 +75,6 @@ def test_the_reaper_ends_a_job_whose_worker_vanished(worker, api, settings):
     wait_for_status(job_id, {JobStatus.RUNNING})
     worker.sigkill_main_process()
     settings.ROCPATH_RUNNING_GRACE_S = 2
-    time.sleep(3)
-    assert services.reap_stuck_jobs() == [job_id]
+    assert wait_until(lambda: services.reap_stuck_jobs() == [job_id], STOP_S, 0.5)
     job = wait_for_status(job_id, TERMINAL)
     assert job.status == JobStatus.ERRORED and "no heartbeat" in job.error

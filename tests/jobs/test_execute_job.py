@@ -68,6 +68,19 @@ def test_a_job_claimed_already_is_never_run_twice(team):
     assert job.attempt == 1 and job.worker == "w@h"
 
 
+def test_a_message_the_dispatcher_replaced_never_claims_the_job_and_its_successor_runs_it(team):
+    """Sent again under task-y (the first message was thought lost), the job must not be
+    claimed by task-x turning up late: a database retry of task-x would then find the row
+    naming task-y, take the run for another's and leave the job running with nobody."""
+    job = _queued(team)
+    Job.objects.filter(pk=job.pk).update(task_id="task-y")  # what dispatch.resend writes
+    outcome = services.execute_job(job.pk, worker="w@h", task_id="task-x")
+    assert outcome == "skipped: claimed elsewhere, or sent again under another task id"
+    assert Job.objects.get(pk=job.pk).status == JobStatus.QUEUED
+    assert services.execute_job(job.pk, worker="w@h", task_id="task-y") == JobStatus.SUCCEEDED
+    assert Job.objects.get(pk=job.pk).attempt == 1
+
+
 def test_a_redelivered_job_with_a_live_heartbeat_is_left_alone(team):
     job = make_job(team, status=JobStatus.RUNNING, worker="a@h", heartbeat_at=timezone.now())
     assert services.execute_job(job.pk, worker="b@h") == "skipped: running elsewhere"

@@ -27,6 +27,7 @@ from jobs.executors.gpu_profiles import NO_GPU
 from jobs.models import JobEvent
 from tests.factories import make_job
 from tests.hooks import Recorder
+from tests.waits import JOB_S, LINEAR_RATIO
 from tests.workers import TERMINAL, _start_worker, wait_for_status, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,11 +85,16 @@ class _Reading(Started):
 def test_a_100_mb_line_without_a_newline_is_cut_and_read_in_linear_time(settings, tmp_path):
     settings.ROCPATH_EVENT_LINE_MAX_BYTES = 64 * 1024
     spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60)
+    started = time.monotonic()
+    follow(_Reading(_Stream(10 * 1000 * 1000)), spec, Recorder())  # the reference: 10 MB
+    reference = time.monotonic() - started
     hooks = Recorder()
     started = time.monotonic()
     outcome = follow(_Reading(_Stream(100 * 1000 * 1000)), spec, hooks)
     elapsed = time.monotonic() - started
-    assert elapsed < 5, f"{elapsed:.1f} s for 100 MB"
+    assert elapsed < LINEAR_RATIO * reference, (
+        f"{elapsed:.1f} s for 100 MB, {reference:.2f} s for 10"
+    )
     (stream, first), second, third = hooks.lines
     assert stream == "stdout" and first.startswith("y" * 1000)
     assert first.endswith("[line cut at 65536 bytes]") and len(first) < 64 * 1024 + 100
@@ -177,7 +183,7 @@ def test_a_container_asking_for_more_memory_than_the_host_has_ends_errored(
 ):
     asked = settings.HOST_MEMORY_MB * 2
     job_id = _submit(api, "noop", {}, hardware={"memory_mb": asked})
-    job = wait_for_status(job_id, TERMINAL, timeout=60)
+    job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.ERRORED
     assert f"the job asks for {asked} MiB, this worker's cap is" in job.error
 
@@ -201,7 +207,7 @@ def test_a_real_containers_log_driver_is_capped(docker_worker, api):
     log = found[0].attrs["HostConfig"]["LogConfig"]
     assert log["Type"] == "json-file" and log["Config"]["max-size"] and log["Config"]["max-file"]
     assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
-    wait_for_status(job_id, TERMINAL, timeout=30)
+    wait_for_status(job_id, TERMINAL, timeout=JOB_S)
 
 
 @pytest.mark.integration
@@ -209,7 +215,7 @@ def test_a_real_containers_log_driver_is_capped(docker_worker, api):
 def test_a_container_writing_past_the_out_folder_cap_is_stopped(capped_worker, api):
     # 1 GiB is the most one file may be (ROCPATH_JOB_MAX_FILE_MB); the folder cap is 64 MiB.
     job_id = _submit(api, "noop", {"write_bytes": 1024**3})
-    job = wait_for_status(job_id, TERMINAL, timeout=120)
+    job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
     assert job.status == JobStatus.ERRORED, job.error
     assert "out folder went over its cap of 67108864 bytes" in job.error
     seen = int(job.error.split("(")[1].split()[0])

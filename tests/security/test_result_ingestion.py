@@ -20,6 +20,7 @@ from jobs.choices import JobStatus
 from jobs.executors.base import JobSpec, Outcome
 from jobs.models import Job
 from tests.factories import make_job, make_team, result_doc
+from tests.waits import PROMPT_S
 
 
 def running(team, kind: str = "noop") -> tuple[Job, JobSpec]:
@@ -61,19 +62,26 @@ def test_a_fifo_as_result_json_is_refused_at_once_without_blocking(team):
     fifo = spec.out_dir / "result.json"
     os.mkfifo(fifo)
 
-    def unblock() -> None:  # if the worker blocked on the FIFO, free it so the test ends
-        time.sleep(5)
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
-            return  # nobody is reading: the worker did not block
-        os.write(fd, json.dumps(result_doc()).encode())
-        os.close(fd)
+    blocked = threading.Event()
+    done = threading.Event()
 
-    threading.Thread(target=unblock, daemon=True).start()
-    started = time.monotonic()
+    def unblock() -> None:  # if the worker blocks on the FIFO, free it so the test ends
+        while not done.wait(0.05):
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue  # nobody is reading it (yet)
+            blocked.set()  # someone opened it to read and waits for a writer
+            os.write(fd, json.dumps(result_doc()).encode())
+            os.close(fd)
+            return
+
+    watcher = threading.Thread(target=unblock, daemon=True)
+    watcher.start()
     job = concluded(job, spec)
-    assert time.monotonic() - started < 3
+    done.set()
+    watcher.join()
+    assert not blocked.is_set(), "the worker opened the FIFO and waited for a writer"
     assert job.status == JobStatus.ERRORED
     assert "result.json is not a regular file" in job.error
 
@@ -83,7 +91,7 @@ def test_a_result_json_linked_to_dev_zero_is_refused_without_reading(team):
     (spec.out_dir / "result.json").symlink_to("/dev/zero")
     started = time.monotonic()
     job = concluded(job, spec)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < PROMPT_S  # reading /dev/zero never ends
     assert job.status == JobStatus.ERRORED and "symbolic link" in job.error
 
 

@@ -9,6 +9,7 @@ import sys
 from stack_helpers import REPO_ROOT
 
 import stack
+from tests.waits import START_S
 
 
 def python(code: str) -> subprocess.CompletedProcess[str]:
@@ -18,7 +19,7 @@ def python(code: str) -> subprocess.CompletedProcess[str]:
         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=START_S,
         check=True,
     )
 

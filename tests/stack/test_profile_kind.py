@@ -9,6 +9,7 @@ import pytest
 from stack_helpers import run_stack
 
 from stack.contract import parse_event, validate_result
+from tests.waits import LONG_JOB_S
 
 if importlib.util.find_spec("torch") is None:  # not imported here: other tests check it is not
     pytest.skip("PyTorch is not installed", allow_module_level=True)
@@ -22,7 +23,7 @@ def profile(tmp_path, env, params, work=None):
     args = ["run", "profile", "--params", str(tmp_path / "params.json"), "--out", str(out)]
     if work is not None:
         args += ["--work", str(work)]
-    proc = run_stack(args, env=env, timeout=120)
+    proc = run_stack(args, env=env, timeout=LONG_JOB_S)
     document = json.loads((out / "result.json").read_text())
     validate_result(document)
     return proc, document, out

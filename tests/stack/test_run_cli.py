@@ -12,6 +12,7 @@ from stack_helpers import REPO_ROOT, event_lines, run_stack
 
 from stack.contract import parse_event, validate_result
 from stack.kinds import KINDS
+from tests.waits import START_S, STOP_S
 
 
 def write_params(tmp_path, params):
@@ -131,7 +132,7 @@ def run_misbehaving(tmp_path, mode, **env):
         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), **env),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=START_S,
         check=False,
     ), out
 
@@ -241,7 +242,7 @@ def test_sigterm_during_a_run_ends_it_errored_with_a_result(tmp_path):
         first = proc.stdout.readline()  # the runner is running once it reports progress
         assert parse_event(first)["event"] == "progress"
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=10)
+        proc.wait(timeout=STOP_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -266,7 +267,7 @@ def test_a_run_started_with_stdout_and_stderr_closed_still_writes_its_result(tmp
         cwd=REPO_ROOT,
         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
         preexec_fn=close_stdio,
-        timeout=60,
+        timeout=START_S,
         check=False,
     )
     assert proc.returncode == 0

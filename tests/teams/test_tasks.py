@@ -51,7 +51,7 @@ def test_the_names_the_services_queue_and_beat_runs_are_registered(settings, wor
     assert {sources.EXTRACT_TASK, sources.CLONE_TASK, "jobs.run_job", *beat} <= set(worker_registry)
 
 
-def test_an_unreachable_broker_fails_the_source_saying_so(
+def test_an_unreachable_broker_keeps_the_source_pending_for_the_dispatcher(
     team, monkeypatch, django_capture_on_commit_callbacks
 ):
     def refuse(*args, **kwargs):
@@ -61,8 +61,26 @@ def test_an_unreachable_broker_fails_the_source_saying_so(
     snapshot = _lost_upload(team)
     with django_capture_on_commit_callbacks(execute=True):
         sources._queue(sources.EXTRACT_TASK, snapshot.pk)
-        snapshot.refresh_from_db()
-        assert snapshot.status == "pending"  # nothing is sent before the commit
+    snapshot.refresh_from_db()
+    assert snapshot.status == "pending" and snapshot.awaiting_broker and snapshot.error == ""
+
+    sent: list[tuple] = []
+    monkeypatch.setattr(app, "send_task", lambda name, **options: sent.append((name, options)))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sources.send_unsent() == [snapshot.pk]
+    snapshot.refresh_from_db()
+    assert not snapshot.awaiting_broker
+    assert [(name, options["args"]) for name, options in sent] == [
+        (sources.EXTRACT_TASK, [snapshot.pk])
+    ]
+    assert sources.send_unsent() == []
+
+
+def test_a_source_that_waited_for_the_broker_past_the_grace_fails_saying_so(team, settings):
+    settings.ROCPATH_SOURCE_STAGING_GRACE_S = 0
+    snapshot = _lost_upload(team)
+    SourceSnapshot.objects.filter(pk=snapshot.pk).update(awaiting_broker=True)
+    sources.reap_staging()
     snapshot.refresh_from_db()
     assert snapshot.status == "failed"
-    assert snapshot.error == "could not reach the job queue: broker down"
+    assert snapshot.error == "the job queue could not be reached for 0 s"

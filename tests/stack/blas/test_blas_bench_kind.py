@@ -13,6 +13,7 @@ from stack_helpers import REPO_ROOT, event_lines, make_tool, run_stack
 from stack.contract import parse_event, validate_result
 from stack.kinds import KINDS, ParamsError, get_kind, validate_params
 from stack.runtime import build_result
+from tests.waits import LONG_JOB_S
 
 np = pytest.importorskip("numpy")
 # torch runs only in child processes (`python -m stack run ...`): other stack
@@ -38,7 +39,9 @@ def run_cli(tmp_path, **params):
     path = tmp_path / "params.json"
     path.write_text(json.dumps(fast_params(**params)))
     out = tmp_path / "cli-out"
-    proc = run_stack(["run", "blas-bench", "--params", str(path), "--out", str(out)], timeout=180)
+    proc = run_stack(
+        ["run", "blas-bench", "--params", str(path), "--out", str(out)], timeout=LONG_JOB_S
+    )
     document = json.loads((out / "result.json").read_text())
     validate_result(document)
     return proc, document

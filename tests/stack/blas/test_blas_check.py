@@ -13,6 +13,7 @@ np = pytest.importorskip("numpy")
 
 from stack.blas import check  # noqa: E402
 from stack.blas.precisions import get  # noqa: E402
+from tests.waits import LONG_JOB_S  # noqa: E402
 
 # torch is only ever imported in child processes: other stack tests assert that
 # the test process itself never imported it.
@@ -126,7 +127,7 @@ def torch_checks():
         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=LONG_JOB_S,
         check=True,
     )
     return json.loads(proc.stdout.strip().splitlines()[-1])

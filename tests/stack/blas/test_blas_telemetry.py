@@ -7,6 +7,7 @@ import pytest
 from stack_helpers import make_tool
 
 from stack.blas import samples, telemetry
+from tests.waits import START_S, wait_until
 
 
 def _stamp(t):
@@ -149,7 +150,7 @@ def test_nvidia_smi_sampler_against_a_fake_driver(tmp_path, monkeypatch):
     sampler = telemetry.make_sampler("nvidia", 0, "GPU-refused", 20)
     sampler.start()
     t0 = time.time()
-    time.sleep(0.4)
+    assert wait_until(lambda: len(sampler.samples) >= 5, START_S)  # the fake tool started twice
     t1 = time.time()
     sampler.stop()
     info = sampler.describe()
@@ -178,7 +179,7 @@ def test_amd_smi_polling_sampler_against_a_fake_tool(tmp_path, monkeypatch):
     sampler = telemetry.make_sampler("amd", 0, None, 200)
     assert sampler.source == "amd-smi" and "metric" in sampler.command
     sampler.start()
-    time.sleep(0.5)
+    assert wait_until(lambda: sampler.samples, START_S)
     sampler.stop()
     assert sampler.samples and sampler.samples[0].power_w == 712
 

@@ -14,6 +14,7 @@ from stack_helpers import REPO_ROOT
 
 from stack.profile import torch_profiler
 from stack.profile.normalise import top_kernels
+from tests.waits import LONG_JOB_S
 
 if importlib.util.find_spec("torch") is None:
     pytest.skip("PyTorch is not installed", allow_module_level=True)
@@ -35,7 +36,7 @@ with open(sys.argv[1] + "/rows.json", "w") as f:
 def profiled(tmp_path_factory):
     folder = tmp_path_factory.mktemp("trace")
     subprocess.run(
-        [sys.executable, "-c", PROFILE, str(folder)], cwd=REPO_ROOT, check=True, timeout=120
+        [sys.executable, "-c", PROFILE, str(folder)], cwd=REPO_ROOT, check=True, timeout=LONG_JOB_S
     )
     rows = json.loads((folder / "rows.json").read_text())
     return rows, json.loads((folder / "trace.json").read_text())
