@@ -131,3 +131,17 @@ def test_a_steady_history_keeps_a_ten_percent_slowdown_a_regression():
 def test_a_short_history_does_not_tell_run_to_run_noise():
     d = compare_samples([1.0, 1.01, 0.99], [1.0, 1.02, 0.98], history=[1.0, 1.1])
     assert d.detail["run_noise"] is None
+
+
+@pytest.mark.parametrize("step", [203, 503, 777, 998 - 10])
+def test_a_long_history_is_searched_coarsely_but_the_step_is_placed_to_the_run(step):
+    """Within 2 runs, as the detector bench counts a hit: noise may make the run beside
+    the planted step the cheaper split."""
+    rng = np.random.default_rng(step)
+    values = np.concatenate([rng.normal(100, 3, step), rng.normal(90, 3, 1000 - step)])
+    (found,) = change_points(list(values))
+    assert abs(found - step) <= 2
+
+
+def test_a_long_a_a_history_has_no_change_point():
+    assert change_points(list(np.random.default_rng(5).normal(100, 3, 1000))) == []
