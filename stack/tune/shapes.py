@@ -391,6 +391,22 @@ def gemms_from_text(text: str, source: str | None = None) -> list[BlasGemm]:
     return readers[source](text)
 
 
+def shapes_gemms(text: str) -> list[BlasGemm]:
+    """The GEMMs of any file read here, a profile job's result.json included (its summary's
+    ``gemm_shapes``, each call counted as often as it ran)."""
+    if text.lstrip()[:1] == "{":
+        try:
+            document = json.loads(text)
+        except ValueError as exc:
+            raise ShapesError(f"not JSON: {exc}") from None
+        summary = document.get("summary") if isinstance(document, dict) else None
+        if isinstance(summary, dict) and "gemm_shapes" in summary:
+            rows = summary.get("gemm_shapes") or []
+            return [g for row in rows for g in shapes_from_rows([row]) * int(row["calls"])]
+        return gemms_from_trace(document)
+    return gemms_from_text(text)
+
+
 def count_shapes(gemms: Iterable[BlasGemm]) -> list[dict[str, Any]]:
     """Each distinct call once, with how often it ran, most frequent first (JSON-ready)."""
     counted = Counter(gemms)
