@@ -21,6 +21,7 @@ from stack.kinds import (
     probe,
     profile,
     sandbox_check,
+    tune_gemm,
 )
 from stack.kinds.base import (
     NON_FIELD_ERRORS,
@@ -43,6 +44,7 @@ _MODULES = (
     hipify_convert,
     compile_check,
     profile,
+    tune_gemm,
 )
 
 KINDS: dict[str, Kind] = {module.KIND.name: module.KIND for module in _MODULES}
