@@ -264,6 +264,28 @@ def _errored(kind: str, started_at: str, error: str) -> dict[str, Any]:
     return build_result(kind, RunResult(status=ERRORED, error=error), started_at, utc_now_iso())
 
 
+def _apply_tuned_file(work: Path, emit: Emitter) -> dict[str, Any] | None:
+    """A registered tuned GEMM file in the job's inputs, applied only if it fits this stack
+    (stack.tune.apply); the job's log says which."""
+    from stack.tune import registry
+
+    if not (work / registry.INPUT_FOLDER).is_dir():
+        return None
+    from stack.tune.apply import apply_from_work
+
+    report = apply_from_work(work)
+    if report is not None:
+        if report["applied"]:
+            emit.log("TunableOp: running with the registered tuned file (validators match)")
+        else:
+            emit.log(
+                "TunableOp: the registered tuned file is NOT applied: "
+                + "; ".join(report["reasons"]),
+                level="warning",
+            )
+    return report
+
+
 def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emitter) -> int:
     """Run one job in this process and write OUT/result.json; return the exit status.
 
@@ -278,10 +300,14 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (an in-process caller): no handler
         previous = None
+    saved_env = dict(os.environ)
     try:
+        tuned = _apply_tuned_file(work, emit)
         result = kind.load_runner()(params, ctx)
         if not isinstance(result, RunResult):
             raise TypeError(f"runner returned {type(result).__name__}, not RunResult")
+        if tuned is not None:
+            result.summary.setdefault("tuned_file_used", tuned)
         document = build_result(kind.name, result, started_at, utc_now_iso(), out)
     except BaseException as exc:  # the job must end with a result, whatever happened
         import traceback
@@ -291,6 +317,9 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if os.environ != saved_env:  # an in-process caller gets its environment back
+            os.environ.clear()
+            os.environ.update(saved_env)
 
     try:
         write_result(out, document)

@@ -17,9 +17,10 @@ from django.db import transaction
 from config.celery import queue_task
 from jobs import routing
 from jobs.choices import JobStatus, LaunchType
-from jobs.models import Job
+from jobs.models import Job, TunedFile
 from jobs.param_caps import param_cap_errors
 from stack.kinds import KINDS, ParamsError, validate_params
+from stack.tune.registry import STALE
 from teams.access import writable_team_ids
 from teams.facts import with_project_defaults
 from teams.models import AdoptionProject, SourceSnapshot, Team
@@ -47,8 +48,14 @@ def submit_job(
     rerun_of: Job | None = None,
     image: str = "",
     source: SourceSnapshot | None = None,
+    tuned_file: TunedFile | None = None,
 ) -> Job:
-    """Validate and create a job; it is queued once the surrounding transaction commits."""
+    """Validate and create a job; it is queued once the surrounding transaction commits.
+
+    ``tuned_file``: a registered tuned GEMM file the job runs with; refused when it is of
+    another team or stale against the stack the team last ran that image on
+    (jobs.services.tuned_files).
+    """
     errors: dict[str, list[str]] = {}
     writable = writable_team_ids(user) if user is not None else None
     if project is None and source is not None:
@@ -94,6 +101,13 @@ def submit_job(
         errors["image"] = [
             f"Images must start with one of: {', '.join(settings.ROCPATH_IMAGE_ALLOW)}."
         ]
+    problem = (
+        _tuned_file_problem(tuned_file, team, image or image_for(kind))
+        if tuned_file is not None and team is not None and spec is not None
+        else None
+    )
+    if problem:
+        errors["tuned_file"] = [problem]
     if errors:
         raise SubmissionError(errors)
     assert spec is not None and team is not None
@@ -112,6 +126,7 @@ def submit_job(
             rerun_of=rerun_of,
             source=source,
             timeout_s=min(timeout_s or spec.default_timeout_s, limit),
+            tuned_file=tuned_file,
         )
         transaction.on_commit(lambda: enqueue(job))
     return job
@@ -130,7 +145,21 @@ def rerun_job(original: Job, *, user: Any) -> Job:
         launch_type=LaunchType.RERUN,
         rerun_of=original,
         image=original.image,
+        tuned_file=original.tuned_file,
     )
+
+
+def _tuned_file_problem(tuned_file: TunedFile, team: Team, image: str) -> str | None:
+    """Why this job may not run with that tuned file, or None."""
+    from jobs.services.tuned_files import freshness, target_environment
+
+    if tuned_file.team_id != team.pk:
+        return "This tuned file belongs to another team."
+    environment = target_environment(team.pk, image)
+    found = freshness(tuned_file, environment.data if environment else None)
+    if found.status == STALE:
+        return "The tuned file is stale for this stack: " + "; ".join(found.reasons)
+    return None
 
 
 def _resolve_source(
