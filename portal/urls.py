@@ -1,6 +1,7 @@
 from django.urls import path
 
 from portal import views
+from portal.kinds import profile as profile_pages
 
 app_name = "portal"
 
@@ -11,6 +12,8 @@ urlpatterns = [
     path("jobs/<int:pk>/log/", views.job_log, name="job-log"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
     path("jobs/<int:pk>/rerun/", views.job_rerun, name="job-rerun"),
+    path("jobs/<int:pk>/replay-shapes/", profile_pages.replay_shapes, name="profile-replay"),
+    path("jobs/<int:pk>/profile-diff/", profile_pages.profile_diff, name="profile-diff"),
     path(
         "jobs/<int:pk>/artifacts/<int:artifact_pk>/",
         views.artifact_download,

@@ -50,6 +50,19 @@ class KernelSide:
     samples: list[float] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
 
+    def step_samples(self, steps: int) -> list[float] | None:
+        """The kernel's time in each step (its calls summed step by step), when every call
+        is sampled, in launch order, and each step made the same number of calls.
+
+        A kernel that serves several shapes (one GEMM kernel for a block's four
+        projections) has calls of several durations: resampling calls would mix them at
+        random, while each step's sum is one steady number per step.
+        """
+        per_step = self.calls // steps if steps else 0
+        if per_step < 2 or per_step * steps != self.calls or len(self.samples) != self.calls:
+            return None
+        return [sum(self.samples[i * per_step : (i + 1) * per_step]) for i in range(steps)]
+
     @property
     def per_call_ns(self) -> float:
         """The median call where there are samples, else the mean."""
@@ -166,6 +179,7 @@ class KernelChange:
     verdict: str
     sure: bool  # an interval from samples on both sides excludes "no change"
     counters: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    basis: str = "call"  # what the ratio compares: each call, or the kernel's time a step
 
     @property
     def change_pct(self) -> float | None:
@@ -193,6 +207,7 @@ class KernelChange:
             "step_delta_ns": round(self.step_delta_ns, 1),
             "verdict": self.verdict,
             "sure": self.sure,
+            "basis": self.basis,
             "counters": {k: list(v) for k, v in self.counters.items()},
         }
 
@@ -322,9 +337,15 @@ def diff_profiles(
         b_step = b.total_ns / base.steps if b else 0.0
         c_step = c.total_ns / cur.steps if c else 0.0
         ratio = low = high = None
+        basis = "call"
         verdict, sure = (ADDED if b is None else REMOVED), False
         if b is not None and c is not None:
-            if b.samples and c.samples:
+            b_steps, c_steps = b.step_samples(base.steps), c.step_samples(cur.steps)
+            if b_steps and c_steps:
+                basis = "step"
+                found = interval(b_steps, c_steps)
+                ratio, low, high = found.value, found.low, found.high
+            elif b.samples and c.samples:
                 found = interval(b.samples, c.samples)
                 ratio, low, high = found.value, found.low, found.high
             elif b.per_call_ns:
@@ -352,6 +373,7 @@ def diff_profiles(
                 verdict=verdict,
                 sure=sure,
                 counters=counters,
+                basis=basis,
             )
         )
     changes.sort(key=lambda k: (-abs(k.step_delta_ns), k.name))
@@ -388,8 +410,9 @@ def _sentence(kernel: KernelChange, what: str) -> str:
             f", {kernel.baseline_calls} vs {kernel.current_calls} calls"
         )
     renamed = f" (was `{label(kernel.baseline_name or '')}`)" if kernel.matched == "similar" else ""
+    per = "a call" if kernel.basis == "call" else "of its time a step"
     return (
-        f"the {what} is in `{label(kernel.name)}`{renamed}, {change:+.1f} % a call{bounds}; "
+        f"the {what} is in `{label(kernel.name)}`{renamed}, {change:+.1f} % {per}{bounds}; "
         f"{kernel.step_delta_ns / 1000.0:+.1f} µs a step"
     )
 

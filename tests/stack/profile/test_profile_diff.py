@@ -148,3 +148,14 @@ def test_the_plain_python_interval_brackets_the_ratio_and_is_seeded():
     assert r == ratio_of_medians(base, current)
     assert ratio_of_medians([2.0], [3.0]).low is None
     assert ratio_of_medians([], [1.0]).value is None
+
+
+def test_a_kernel_serving_several_shapes_is_compared_by_its_time_a_step():
+    base = h200("transformer-bf16")
+    diff = diff_profiles(base, scaled(base, 1.05, PROJECTION), profiler="torch")
+    projection = next(k for k in diff.kernels if k.name == PROJECTION)
+    assert projection.basis == "step" and projection.current_calls == 40
+    assert projection.verdict == SLOWER and projection.sure  # 5 %, sure over 10 steps
+    assert projection.high < 1.07
+    gelu = next(k for k in diff.kernels if "Gelu" in k.name)
+    assert gelu.basis == "call"  # one call a step
