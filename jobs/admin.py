@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from jobs.models import Artifact, Environment, GpuLease, Job, JobEvent, Measurement
+from jobs.models import Artifact, Environment, GpuLease, Job, JobEvent, Measurement, TunedFile
 
 
 class ArtifactInline(admin.TabularInline):
@@ -98,3 +98,23 @@ class GpuLeaseAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: object) -> bool:
         return False
+
+
+@admin.register(TunedFile)
+class TunedFileAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "team",
+        "method",
+        "gpu_arch",
+        "torch_version",
+        "rocm_version",
+        "created_at",
+    ]
+    list_filter = ["method", "gpu_arch", "team"]
+    # A registered file is what a job tuned: never edited, only read (or deleted).
+    readonly_fields = [
+        "team", "project", "job", "method", "backend", "gpu_arch", "gpu_name", "torch_version",
+        "rocm_version", "hipblaslt_version", "rocblas_version", "validators", "entries",
+        "content", "sha256", "created_at",
+    ]  # fmt: skip

@@ -82,6 +82,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "measurements": job.measurements.all()[:500],
             "charts": presenter.charts(job),
             "presenter": presenter,
+            "kind_context": presenter.context(job),
             "environment": job.environment,
             "env_data": job.environment.data if job.environment else None,
             "summary_json": json.dumps(job.summary, indent=2) if job.summary else "",

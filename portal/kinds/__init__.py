@@ -8,11 +8,18 @@ ask ``presenter_for(kind)`` and never name a kind.
 
 from __future__ import annotations
 
-from portal.kinds import blas_bench, compile_check, hipify_convert, hipify_scan, profile
+from portal.kinds import (
+    blas_bench,
+    compile_check,
+    hipify_convert,
+    hipify_scan,
+    profile,
+    tune_gemm,
+)
 from portal.kinds.base import Presenter, ProjectStep
 from stack.kinds import KINDS
 
-_MODULES = (blas_bench, hipify_scan, hipify_convert, compile_check, profile)
+_MODULES = (blas_bench, hipify_scan, hipify_convert, compile_check, profile, tune_gemm)
 
 PRESENTERS: dict[str, Presenter] = {m.PRESENTER.kind.name: m.PRESENTER for m in _MODULES}
 

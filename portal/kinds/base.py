@@ -59,6 +59,10 @@ class Presenter:
         """The charts the job page draws from the job's results."""
         return []
 
+    def context(self, job: Job) -> dict:
+        """What the kind's partial needs beyond the page's context (``kind_context``)."""
+        return {}
+
     def step_label(self, project: AdoptionProject) -> str:
         """The step's button: its label, then what the job takes from this project.
 

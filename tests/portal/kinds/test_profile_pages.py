@@ -28,7 +28,7 @@ SHAPES = [
         "transa": "T",
         "transb": "N",
         "calls": 10,
-    },  # noqa: E501
+    },
     {
         "precision": "bf16",
         "m": 4096,
@@ -38,7 +38,7 @@ SHAPES = [
         "transa": "T",
         "transb": "N",
         "calls": 10,
-    },  # noqa: E501
+    },
     {
         "precision": "bf16",
         "m": 1024,
@@ -48,7 +48,7 @@ SHAPES = [
         "transa": "T",
         "transb": "N",
         "calls": 10,
-    },  # noqa: E501
+    },
 ]
 
 
