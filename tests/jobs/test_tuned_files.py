@@ -121,3 +121,16 @@ def test_a_job_run_with_a_file_gets_it_as_input_and_the_container_says_it_did_no
     )
     warning = job.events.filter(kind="log", message__contains="NOT applied").get()
     assert "tuned file" in warning.message
+
+
+def test_the_api_submits_a_job_with_a_tuned_file_of_the_team_and_refuses_anothers(
+    api, team, no_enqueue
+):
+    ours = register_from_job(tuned_job(team))
+    theirs = register_from_job(tuned_job(make_team()))
+    response = api.post("/api/v1/jobs/", {"kind": NOOP.name, "tuned_file": ours.pk}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["tuned_file"] == ours.pk
+    refused = api.post("/api/v1/jobs/", {"kind": NOOP.name, "tuned_file": theirs.pk}, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["tuned_file"] == [f"No tuned file {theirs.pk} among your teams'."]
