@@ -1,6 +1,15 @@
 from django.contrib import admin
 
-from jobs.models import Artifact, Environment, GpuLease, Job, JobEvent, Measurement, TunedFile
+from jobs.models import (
+    Artifact,
+    Environment,
+    GpuLease,
+    Job,
+    JobEvent,
+    Measurement,
+    Schedule,
+    TunedFile,
+)
 
 
 class ArtifactInline(admin.TabularInline):
@@ -98,6 +107,12 @@ class GpuLeaseAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: object) -> bool:
         return False
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    list_display = ("name", "team", "kind", "cron", "time_zone", "enabled", "next_run_at")
+    list_filter = ("enabled", "kind")
 
 
 @admin.register(TunedFile)

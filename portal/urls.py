@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal import views
+from portal import roadmap, views
 from portal.kinds import profile as profile_pages
 
 app_name = "portal"
@@ -27,6 +27,32 @@ urlpatterns = [
         "projects/<int:pk>/sources/<int:source_pk>/file/",
         views.source_file,
         name="source-file",
+    ),
+    path("projects/<int:pk>/roadmap/", roadmap.roadmap_page, name="project-roadmap"),
+    path(
+        "projects/<int:pk>/roadmap/phases/<int:number>/override/",
+        roadmap.roadmap_override,
+        name="roadmap-override",
+    ),
+    path(
+        "projects/<int:pk>/roadmap/phases/<int:number>/",
+        roadmap.roadmap_phase,
+        name="roadmap-phase",
+    ),
+    path(
+        "projects/<int:pk>/roadmap/phases/<int:number>/tasks/",
+        roadmap.roadmap_task,
+        name="roadmap-task",
+    ),
+    path(
+        "projects/<int:pk>/roadmap/checklist/", roadmap.roadmap_checklist, name="roadmap-checklist"
+    ),
+    path("projects/<int:pk>/roadmap/context/", roadmap.roadmap_context, name="roadmap-context"),
+    path("projects/<int:pk>/report/", roadmap.roadmap_report, name="roadmap-report"),
+    path(
+        "projects/<int:pk>/report.<str:fmt>",
+        roadmap.roadmap_report,
+        name="roadmap-report-as",
     ),
     path("account/token/", views.api_token, name="api-token"),
 ]

@@ -33,6 +33,8 @@ from portal.porting import (
     burn_down_series,
     porting_report,
 )
+from roadmap.gates import roadmap_state
+from roadmap.plan import PLANS, current_phases
 from stack.kinds import KINDS
 from teams.access import can_write, projects_for, teams_for, writable_team_ids
 from teams.models import AdoptionProject, SourceSnapshot, Team
@@ -220,10 +222,21 @@ def project_list(request: HttpRequest) -> HttpResponse:
         project = form.save()
         messages.success(request, f"Project {project.name} created.")
         return redirect(reverse("portal:projects"))
+    projects = list(projects_for(request.user))
+    phases = current_phases([p.pk for p in projects])
+    for p in projects:
+        number = phases[p.pk]
+        p.phase_label = (
+            "not opened"
+            if number is None
+            else "deployed"
+            if number == 5
+            else f"phase {number}: {PLANS[number].title}"
+        )
     return render(
         request,
         "portal/projects.html",
-        {"projects": projects_for(request.user), "form": form, "can_create": bool(teams)},
+        {"projects": projects, "form": form, "can_create": bool(teams)},
     )
 
 
@@ -261,10 +274,20 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     # kind -> what its button says, with what the job takes from the project
     steps = {p.kind.name: p.step_label(project) for p in project_steps()} if ready else {}
     sources = list(project.sources.all()[:20])
+    states = roadmap_state(project)
+    current = next((st for st in states if st.status in ("active", "blocked")), None)
+    latest: dict[str, Job] = {}
+    for job in project.jobs.filter(status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED]).order_by(
+        "-finished_at", "-id"
+    )[:200]:
+        latest.setdefault(job.kind, job)
     return render(
         request,
         "portal/project_detail.html",
         {
+            "roadmap": states,
+            "current_phase": current,
+            "latest_by_kind": sorted(latest.items()),
             "project": project,
             "sources": sources,
             "sources_pending": any(s.status == SourceSnapshot.Status.PENDING for s in sources),

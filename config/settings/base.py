@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "teams",
     "jobs",
     "results",
+    "roadmap",
     "portal",
 ]
 
@@ -197,6 +198,8 @@ ROCPATH_JOB_TIMEOUT_MAX_S = env_int("ROCPATH_JOB_TIMEOUT_MAX_S", 6 * 3600, minim
 ROCPATH_HEARTBEAT_S = env_int("ROCPATH_HEARTBEAT_S", 5, minimum=1)
 ROCPATH_RUNNING_GRACE_S = env_int("ROCPATH_RUNNING_GRACE_S", 120, minimum=1)
 ROCPATH_QUEUED_GRACE_S = env_int("ROCPATH_QUEUED_GRACE_S", 24 * 3600, minimum=1)
+# Phase 4's gate: days in a row a project's scheduled jobs must all have succeeded.
+ROCPATH_GATE_GREEN_DAYS = env_int("ROCPATH_GATE_GREEN_DAYS", 7, minimum=1, maximum=365)
 ROCPATH_REAPER_INTERVAL_S = env_int("ROCPATH_REAPER_INTERVAL_S", 60, minimum=1)
 # GPUs are leased per host (jobs/leases.py): the name leases are held under (default: the
 # hostname; give workers that share GPUs across containers one name), and which of the

@@ -35,7 +35,9 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(  # noqa: F405
     "1000000/minute",
 )
 
-# Two suites on one machine (a developer's beside CI's) each need their own test database.
+# Two suites on one machine (a developer's beside CI's, two clones) each need their own
+# test database: by default its name carries a hash of this checkout's path, so a suite in
+# another clone never creates, flushes or drops this one's.
 DATABASES["default"].setdefault("TEST", {})["NAME"] = os.environ.get(  # noqa: F405
-    "ROCPATH_TEST_DB", "test_rocpath"
+    "ROCPATH_TEST_DB", "test_rocpath_" + hashlib.sha256(__file__.encode()).hexdigest()[:8]
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from portal.kinds import (
     blas_bench,
+    collective_bench,
     compile_check,
     hipify_convert,
     hipify_scan,
@@ -19,7 +20,15 @@ from portal.kinds import (
 from portal.kinds.base import Presenter, ProjectStep
 from stack.kinds import KINDS
 
-_MODULES = (blas_bench, hipify_scan, hipify_convert, compile_check, profile, tune_gemm)
+_MODULES = (
+    blas_bench,
+    hipify_scan,
+    hipify_convert,
+    compile_check,
+    collective_bench,
+    profile,
+    tune_gemm,
+)
 
 PRESENTERS: dict[str, Presenter] = {m.PRESENTER.kind.name: m.PRESENTER for m in _MODULES}
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from stack.kinds import (
     blas_bench,
+    collective_bench,
     compile_check,
     hipify_convert,
     hipify_scan,
@@ -29,6 +30,7 @@ from stack.kinds.base import (
     Kind,
     ParamsError,
     ProjectFact,
+    RoadmapTask,
     Runner,
     UnknownKind,
     apply_defaults,
@@ -44,6 +46,7 @@ _MODULES = (
     hipify_convert,
     compile_check,
     profile,
+    collective_bench,
     tune_gemm,
 )
 
@@ -59,6 +62,7 @@ __all__ = [
     "Kind",
     "ParamsError",
     "ProjectFact",
+    "RoadmapTask",
     "Runner",
     "UnknownKind",
     "apply_defaults",

@@ -51,6 +51,39 @@ class ProjectFact:
     ALL = (COMPILE_TARGETS,)
 
 
+class RoadmapTask:
+    """The adoption roadmap's built-in tasks, by name: a kind says which it serves
+    (``Kind.roadmap_tasks``), and the roadmap (roadmap/plan.py) links each task to the kinds
+    that serve it, so a new kind joins its task without the roadmap naming it."""
+
+    ASSESS_PORTING = "assess-porting"  # 1: assess porting complexity with HIPIFY
+    BENCHMARK_LIBRARIES = "benchmark-libraries"  # 1: benchmark the ROCm math libraries
+    HARDWARE_PLAN = "hardware-plan"  # 1: hardware purchase and deployment plan
+    DEV_ENVIRONMENT = "dev-environment"  # 2: set up the ROCm development environment
+    PORT_KERNELS = "port-kernels"  # 2: port the core kernels
+    MEMORY_ACCESS = "memory-access"  # 2: optimise memory-access patterns
+    FIND_BOTTLENECKS = "find-bottlenecks"  # 3: find bottlenecks with the profiler
+    TUNE_KERNELS = "tune-kernels"  # 3: tune kernel parameters and launch configuration
+    MULTI_GPU = "multi-gpu"  # 3: optimise multi-GPU communication
+    DEPLOY = "deploy"  # 4: containerised deployment
+    MONITORING = "monitoring"  # 4: monitoring and alerting integration
+    BASELINE = "baseline"  # 4: establish the performance baseline
+    ALL = (
+        ASSESS_PORTING,
+        BENCHMARK_LIBRARIES,
+        HARDWARE_PLAN,
+        DEV_ENVIRONMENT,
+        PORT_KERNELS,
+        MEMORY_ACCESS,
+        FIND_BOTTLENECKS,
+        TUNE_KERNELS,
+        MULTI_GPU,
+        DEPLOY,
+        MONITORING,
+        BASELINE,
+    )
+
+
 class ParamsError(ValueError):
     """Parameters that do not fit a kind's schema.
 
@@ -82,7 +115,8 @@ class Kind:
     (where each external tool it drives comes from, for ToolMissing messages),
     ``param_caps`` (parameter -> the Cap it may not exceed on this installation) and
     ``project_defaults`` (parameter -> the ProjectFact it defaults to when the job is
-    for a project and does not name it).
+    for a project and does not name it) and ``roadmap_tasks`` (the RoadmapTask names it
+    serves).
     """
 
     name: str
@@ -100,10 +134,14 @@ class Kind:
     install_hints: Mapping[str, str] = field(default_factory=dict, hash=False)
     param_caps: Mapping[str, str] = field(default_factory=dict, hash=False)
     project_defaults: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # The RoadmapTask names whose work a job of this kind does.
+    roadmap_tasks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if any(phase not in (1, 2, 3, 4) for phase in self.phases):
             raise ValueError(f"kind {self.name}: phases must be among 1-4, not {self.phases}")
+        if unknown := [t for t in self.roadmap_tasks if t not in RoadmapTask.ALL]:
+            raise ValueError(f"kind {self.name}: roadmap_tasks {unknown} are not RoadmapTask names")
         # Checked here, when the registry is built, so a typo fails at start-up rather
         # than leaving a parameter silently uncapped or unfilled.
         properties = self.params_schema.get("properties", {})

@@ -12,7 +12,7 @@ from typing import Any
 
 from stack.blas.schema import INSTALL_HINTS as BLAS_TOOL_HINTS
 from stack.blas.schema import PARAMS_SCHEMA as BLAS_BENCH_PARAMS
-from stack.kinds.base import Kind
+from stack.kinds.base import Kind, RoadmapTask
 from stack.runtime import RunContext, RunResult
 
 KIND = Kind(
@@ -31,6 +31,10 @@ KIND = Kind(
     runner="stack.kinds.blas_bench:run",
     needs_gpu=True,
     phases=(1, 3),
+    roadmap_tasks=(
+        RoadmapTask.BENCHMARK_LIBRARIES,
+        RoadmapTask.BASELINE,
+    ),
     install_hints=BLAS_TOOL_HINTS,
 )
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from stack.hipify.schemas import COMPILE_CHECK_PARAMS, HIPCC_HINT, HIPIFY_PERL_HINT
-from stack.kinds.base import Cap, Kind, ProjectFact
+from stack.kinds.base import Cap, Kind, ProjectFact, RoadmapTask
 from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing, ToolTimeout, run_tool, which
 
@@ -39,6 +39,10 @@ KIND = Kind(
     runner="stack.kinds.compile_check:run",
     takes_source=True,
     phases=(2,),
+    roadmap_tasks=(
+        RoadmapTask.DEV_ENVIRONMENT,
+        RoadmapTask.PORT_KERNELS,
+    ),
     install_hints={"hipify-perl": HIPIFY_PERL_HINT, "hipcc": HIPCC_HINT},
     param_caps={"file_timeout_s": Cap.RUN_SECONDS, "jobs": Cap.CPUS},
     # A project says which GPUs it is ported for: compile for their architectures.

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from stack.hipify.schemas import HIPIFY_CONVERT_PARAMS, HIPIFY_PERL_HINT
-from stack.kinds.base import Cap, Kind
+from stack.kinds.base import Cap, Kind, RoadmapTask
 from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing
 
@@ -28,6 +28,7 @@ KIND = Kind(
     runner="stack.kinds.hipify_convert:run",
     takes_source=True,
     phases=(2,),
+    roadmap_tasks=(RoadmapTask.PORT_KERNELS,),
     install_hints={"hipify-perl": HIPIFY_PERL_HINT},
     param_caps={"jobs": Cap.CPUS},
 )

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from stack.hipify.schemas import HIPIFY_PERL_HINT, HIPIFY_SCAN_PARAMS
-from stack.kinds.base import Cap, Kind
+from stack.kinds.base import Cap, Kind, RoadmapTask
 from stack.runtime import SOURCE_DIR, Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing
 
@@ -33,6 +33,7 @@ KIND = Kind(
     runner="stack.kinds.hipify_scan:run",
     takes_source=True,
     phases=(1, 2),
+    roadmap_tasks=(RoadmapTask.ASSESS_PORTING,),
     install_hints={"hipify-perl": HIPIFY_PERL_HINT},
     param_caps={"jobs": Cap.CPUS},
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stack.kinds.base import Cap, Kind
+from stack.kinds.base import Cap, Kind, RoadmapTask
 from stack.probe import TOOL_TIMEOUT_S, TOOLS, TORCH_TIMEOUT_S, probe_host
 from stack.runtime import RunContext, RunResult
 from stack.tools import INSTALL_HINTS
@@ -45,6 +45,10 @@ KIND = Kind(
     default_timeout_s=300,
     runner="stack.kinds.probe:run",
     phases=(1,),
+    roadmap_tasks=(
+        RoadmapTask.HARDWARE_PLAN,
+        RoadmapTask.DEV_ENVIRONMENT,
+    ),
     install_hints={tool: INSTALL_HINTS[tool] for tool in TOOLS},
     param_caps={"tool_timeout_s": Cap.RUN_SECONDS, "torch_timeout_s": Cap.RUN_SECONDS},
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stack.kinds.base import Cap, Kind
+from stack.kinds.base import Cap, Kind, RoadmapTask
 from stack.profile.schema import INSTALL_HINTS, PARAMS_SCHEMA
 from stack.runtime import RunContext, RunResult
 
@@ -29,7 +29,11 @@ KIND = Kind(
     runner="stack.kinds.profile:run",
     takes_source=True,
     needs_gpu=False,
-    phases=(3,),
+    phases=(2, 3),
+    roadmap_tasks=(
+        RoadmapTask.FIND_BOTTLENECKS,
+        RoadmapTask.MEMORY_ACCESS,
+    ),
     install_hints=INSTALL_HINTS,
     param_caps={
         "workload_timeout_s": Cap.RUN_SECONDS,

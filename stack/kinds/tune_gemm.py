@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stack.kinds.base import Cap, Kind
+from stack.kinds.base import Cap, Kind, RoadmapTask
 from stack.runtime import RunContext, RunResult
 from stack.tune.schema import INSTALL_HINTS, PARAMS_SCHEMA
 
@@ -28,6 +28,7 @@ KIND = Kind(
     runner="stack.kinds.tune_gemm:run",
     needs_gpu=True,
     phases=(3,),
+    roadmap_tasks=(RoadmapTask.TUNE_KERNELS,),
     install_hints=INSTALL_HINTS,
     param_caps={"driver_timeout_s": Cap.RUN_SECONDS, "tool_timeout_s": Cap.RUN_SECONDS},
 )

@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -105,6 +106,21 @@ def _speedup(before: list[float], after: list[float]) -> dict[str, Any]:
         "low": None if ratio.high is None else round(1.0 / ratio.high, 4),
         "high": None if ratio.low is None else round(1.0 / ratio.low, 4),
     }
+
+
+def gap_to_best(timings: list[dict[str, Any]]) -> dict[str, Any]:
+    """How far the tuned choice is from the fastest option measured (the default or the
+    tuned one), in % of the fastest, for the worst shape: what the roadmap's "tuned within
+    10 %" reads (0 when tuning never lost)."""
+    gaps = []
+    for timing in timings:
+        if timing["before"] and timing["after"]:
+            before = statistics.median(timing["before"])
+            after = statistics.median(timing["after"])
+            gaps.append(max(0.0, after / min(before, after) - 1.0) * 100.0)
+    if not gaps:
+        return {"gap_to_best_pct": None, "why_not": "nothing was timed before and after"}
+    return {"gap_to_best_pct": round(max(gaps), 2)}
 
 
 def _tunableop(
@@ -227,6 +243,7 @@ def _tunableop_result(
                 Measurement(BENCHMARK, "speedup", "x", found["speedup"], [], case, "higher")
             )
     summary["speedups"] = speedups
+    summary.update(gap_to_best(report.get("timings") or []))
     ctx.emit.progress(100, "done")
     return RunResult(
         status=SUCCEEDED, measurements=measurements, summary=summary, artifacts=artifacts
@@ -268,6 +285,7 @@ def _hipblaslt(
         )
     )  # fmt: skip
     summary["winners"] = winners
+    summary["why_not"] = "hipblaslt-bench names each shape's winner; it times no before/after"
     ok = [w for w in winners if "error" not in w]
     if not ok:
         return RunResult(

@@ -69,3 +69,14 @@ def test_the_winner_of_several_solutions_is_named_with_its_index_and_kernel():
 def test_output_without_a_result_is_a_parse_error():
     with pytest.raises(ParseError):
         hipblaslt_winner("hipBLASLt version: 1000\nno device\n")
+
+
+def test_the_gap_to_the_best_is_the_worst_shapes_loss_to_the_default_and_zero_for_a_win():
+    from stack.tune.runner import gap_to_best
+
+    timings = [
+        {"before": [1.0, 1.0, 1.0], "after": [0.8, 0.8, 0.8]},  # tuned faster: no gap
+        {"before": [1.0, 1.0, 1.0], "after": [1.03, 1.03, 1.03]},  # tuned 3 % slower
+    ]
+    assert gap_to_best(timings) == {"gap_to_best_pct": 3.0}
+    assert gap_to_best([])["why_not"] == "nothing was timed before and after"

@@ -1,0 +1,279 @@
+"""The roadmap pages: a project's phases, gates, tasks, checklist, recommendation, report.
+
+The logic is roadmap/'s (gates, criteria, checklist, recommend, report); these views
+read it, take the few things a person decides (overrides with a reason, checklist
+answers, the team's context, planned dates, the team's own tasks) and render.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from portal.kinds import project_steps
+from roadmap.checklist import ANSWERS, QUESTIONS
+from roadmap.gates import OverrideError, override_gate
+from roadmap.models import ChecklistAnswer, DecisionContext, Phase, PhaseStatus, Task
+from roadmap.plan import ensure_roadmap
+from roadmap.report import markdown, roadmap_document
+from teams.access import can_write, projects_for
+
+
+class ContextForm(forms.ModelForm):
+    class Meta:
+        model = DecisionContext
+        fields = [
+            "time_window_weeks",
+            "engineers",
+            "multi_gpu",
+            "multi_vendor_fleet",
+            "new_cluster",
+            "needs_low_level_access",
+            "budget_limited",
+            "current_gpu_price",
+            "candidate_gpu_price",
+        ]
+
+
+class PhaseForm(forms.ModelForm):
+    blocked = forms.BooleanField(required=False)
+
+    class Meta:
+        model = Phase
+        fields = ["planned_days_min", "planned_days_max", "planned_start", "planned_end"]
+        widgets = {
+            "planned_start": forms.DateInput(attrs={"type": "date"}),
+            "planned_end": forms.DateInput(attrs={"type": "date"}),
+        }
+
+    def clean(self):
+        data = super().clean()
+        low, high = data.get("planned_days_min"), data.get("planned_days_max")
+        if low is not None and high is not None and low > high:
+            self.add_error("planned_days_max", "Must be at least the minimum.")
+        start, end = data.get("planned_start"), data.get("planned_end")
+        if start and end and end < start:
+            self.add_error("planned_end", "Must not be before the start.")
+        return data
+
+
+def _project(request: HttpRequest, pk: int):
+    return get_object_or_404(projects_for(request.user), pk=pk)
+
+
+def _writable(request: HttpRequest, project) -> bool:
+    if can_write(request.user, project.team_id):
+        return True
+    messages.error(request, "Viewers cannot change the roadmap.")
+    return False
+
+
+def _timeline(doc: dict) -> list[dict]:
+    """Bars of planned vs actual days from the first planned or actual start."""
+    starts = [d for ph in doc["phases"] for d in (ph["planned_start"], ph["actual_start"]) if d]
+    origin = min(starts) if starts else timezone.localdate()
+    today = timezone.localdate()
+    rows, cursor = [], origin
+    for ph in doc["phases"]:
+        p_start = ph["planned_start"] or cursor
+        p_end = ph["planned_end"] or (p_start + dt.timedelta(days=ph["planned_days"][1]))
+        cursor = p_end
+        a_start, a_end = (
+            ph["actual_start"],
+            ph["actual_end"] or (today if ph["actual_start"] else None),
+        )
+        rows.append(
+            {
+                "phase": ph,
+                "planned": ((p_start - origin).days, max((p_end - p_start).days, 1)),
+                "actual": ((a_start - origin).days, max((a_end - a_start).days, 1))
+                if a_start
+                else None,
+            }
+        )
+    span = max(
+        [r["planned"][0] + r["planned"][1] for r in rows]
+        + [r["actual"][0] + r["actual"][1] for r in rows if r["actual"]]
+        + [1]
+    )
+    for r in rows:
+        r["planned_pct"] = (r["planned"][0] * 100 / span, r["planned"][1] * 100 / span)
+        r["actual_pct"] = (
+            (r["actual"][0] * 100 / span, r["actual"][1] * 100 / span) if r["actual"] else None
+        )
+    return rows
+
+
+@login_required
+def roadmap_page(request: HttpRequest, pk: int) -> HttpResponse:
+    project = _project(request, pk)
+    doc = roadmap_document(project)
+    context = getattr(project, "decision_context", None) or DecisionContext(project=project)
+    steps = {p.kind.name for p in project_steps()}
+    return render(
+        request,
+        "portal/roadmap.html",
+        {
+            "project": project,
+            "doc": doc,
+            "timeline": _timeline(doc),
+            "can_write": can_write(request.user, project.team_id),
+            "context_form": ContextForm(instance=context),
+            "answers": ANSWERS,
+            "questions": QUESTIONS,
+            "steps": steps,
+            "phases": {p.number: p for p in ensure_roadmap(project)},
+        },
+    )
+
+
+@login_required
+@require_POST
+def roadmap_override(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    project = _project(request, pk)
+    if _writable(request, project):
+        phase = get_object_or_404(Phase, project=project, number=number)
+        try:
+            override_gate(
+                phase,
+                request.POST.get("criterion", ""),
+                request.POST.get("reason", ""),
+                request.user,
+            )
+            messages.success(request, "Override recorded, with your name and reason.")
+        except OverrideError as exc:
+            messages.error(request, f"Not recorded: {exc}.")
+    return redirect("portal:project-roadmap", pk=pk)
+
+
+@login_required
+@require_POST
+def roadmap_checklist(request: HttpRequest, pk: int) -> HttpResponse:
+    project = _project(request, pk)
+    if _writable(request, project):
+        keys = {q.key for q in QUESTIONS}
+        question, answer = request.POST.get("question", ""), request.POST.get("answer", "")
+        if question not in keys or answer not in (*ANSWERS, ""):
+            messages.error(
+                request, f"Not recorded: answer one of {', '.join(ANSWERS)} to a known question."
+            )
+        elif answer == "":
+            ChecklistAnswer.objects.filter(project=project, question=question).delete()
+            messages.info(
+                request, "Answer removed: the data's answer counts again, where there is one."
+            )
+        else:
+            ChecklistAnswer.objects.update_or_create(
+                project=project,
+                question=question,
+                defaults={
+                    "answer": answer,
+                    "note": request.POST.get("note", "")[:2000],
+                    "by": request.user,
+                    "at": timezone.now(),
+                },
+            )
+            messages.success(request, "Answer recorded.")
+    return redirect(reverse("portal:project-roadmap", args=[pk]) + "#checklist")
+
+
+@login_required
+@require_POST
+def roadmap_context(request: HttpRequest, pk: int) -> HttpResponse:
+    project = _project(request, pk)
+    if _writable(request, project):
+        instance = getattr(project, "decision_context", None) or DecisionContext(project=project)
+        form = ContextForm(request.POST, instance=instance)
+        if form.is_valid():
+            form.save()
+            messages.success(request, "Context saved; the recommendation reads it.")
+        else:
+            messages.error(
+                request,
+                "Not saved: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
+            )
+    return redirect("portal:project-roadmap", pk=pk)
+
+
+@login_required
+@require_POST
+def roadmap_phase(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    project = _project(request, pk)
+    if _writable(request, project):
+        phase = get_object_or_404(Phase, project=project, number=number)
+        form = PhaseForm(request.POST, instance=phase)
+        if form.is_valid():
+            phase = form.save(commit=False)
+            phase.status = (
+                PhaseStatus.BLOCKED if form.cleaned_data["blocked"] else PhaseStatus.NOT_STARTED
+            )
+            phase.owner = request.user if request.POST.get("take") else phase.owner
+            phase.save()
+            messages.success(request, f"Phase {number} saved.")
+        else:
+            messages.error(
+                request,
+                "Not saved: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
+            )
+    return redirect("portal:project-roadmap", pk=pk)
+
+
+@login_required
+@require_POST
+def roadmap_task(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    """Add one of the team's own tasks, or mark one done / not done."""
+    project = _project(request, pk)
+    if _writable(request, project):
+        phase = get_object_or_404(Phase, project=project, number=number)
+        if title := request.POST.get("title", "").strip():
+            Task.objects.create(phase=phase, title=title[:300], order=1000)
+            messages.success(request, "Task added.")
+        elif task_id := request.POST.get("task"):
+            task = get_object_or_404(Task, phase=phase, pk=task_id)
+            done = request.POST.get("done") == "1"
+            task.done_at, task.done_by = (timezone.now(), request.user) if done else (None, None)
+            task.save()
+        else:
+            messages.error(request, "Give the task a title.")
+    return redirect("portal:project-roadmap", pk=pk)
+
+
+@login_required
+def roadmap_report(request: HttpRequest, pk: int, fmt: str = "html") -> HttpResponse:
+    """The report for a manager: HTML with print CSS, PDF (WeasyPrint), or Markdown."""
+    project = _project(request, pk)
+    doc = roadmap_document(project)
+    name = f"rocpath-roadmap-{project.team.slug}-{project.pk}"
+    if fmt == "md":
+        response = HttpResponse(markdown(doc), content_type="text/markdown; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{name}.md"'
+        return response
+    html = render_to_string(
+        "portal/roadmap_report.html", {"doc": doc, "project": project}, request=request
+    )
+    if fmt == "pdf":
+        try:
+            from weasyprint import HTML
+        except OSError as exc:  # WeasyPrint loads Pango when imported
+            return HttpResponse(
+                f"The PDF needs Pango on the server (Debian: apt-get install libpango-1.0-0 "
+                f"libpangoft2-1.0-0): {exc}. The HTML and Markdown reports work without it.",
+                status=503,
+                content_type="text/plain; charset=utf-8",
+            )
+        pdf = HTML(string=html, base_url=request.build_absolute_uri("/")).write_pdf()
+        response = HttpResponse(pdf, content_type="application/pdf")
+        response["Content-Disposition"] = f'attachment; filename="{name}.pdf"'
+        return response
+    if fmt != "html":
+        raise Http404("no such format")
+    return HttpResponse(html)

@@ -1,0 +1,176 @@
+"""The roadmap through the API: the whole document, overrides, checklist answers, the report.
+
+Team-scoped like every project endpoint: a project of another team is a 404; viewers
+read, members and admins write.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from roadmap.checklist import ANSWERS, QUESTIONS
+from roadmap.criteria import CRITERIA
+from roadmap.gates import OverrideError, override_gate
+from roadmap.models import ChecklistAnswer, Phase
+from roadmap.report import markdown, roadmap_document
+from teams.access import can_write, projects_for
+
+
+def _project(request: Request, pk: int, *, write: bool = False):
+    project = get_object_or_404(projects_for(request.user), pk=pk)
+    if write and not can_write(request.user, project.team_id):
+        raise PermissionDenied("Viewers cannot change the roadmap.")
+    return project
+
+
+class OverrideSerializer(serializers.Serializer):
+    phase = serializers.IntegerField(min_value=1, max_value=4)
+    criterion = serializers.ChoiceField(choices=[c.name for c in CRITERIA])
+    reason = serializers.CharField(min_length=10, max_length=5000)
+
+
+class AnswerSerializer(serializers.Serializer):
+    question = serializers.ChoiceField(choices=[q.key for q in QUESTIONS])
+    answer = serializers.ChoiceField(choices=list(ANSWERS))
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+
+class RoadmapView(APIView):
+    @extend_schema(
+        operation_id="project_roadmap",
+        summary="A project's roadmap",
+        description=(
+            "The four phases with their status (derived from the gates), planned and actual "
+            "dates, tasks (state from the jobs of the kinds that serve them), each exit "
+            "criterion's verdict (passed, failed, unavailable = not available yet, "
+            "not_needed) with evidence and overrides, the decision checklist and the "
+            "recommendation with its reasons."
+        ),
+        responses={200: dict},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(roadmap_document(_project(request, pk)))
+
+
+class OverrideView(APIView):
+    @extend_schema(
+        operation_id="project_roadmap_override",
+        summary="Override one exit criterion of a phase",
+        description=(
+            "Opens one criterion of a gate by hand; who, when and why are recorded and shown."
+        ),
+        request=OverrideSerializer,
+        responses={201: dict, 400: dict, 403: dict},
+        examples=[
+            OpenApiExample(
+                "override",
+                value={
+                    "phase": 1,
+                    "criterion": "libraries_compared",
+                    "reason": "MI300X time is booked for next month; vendor figures until then",
+                },
+                request_only=True,
+            )
+        ],
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        project = _project(request, pk, write=True)
+        data = OverrideSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        phase = get_object_or_404(Phase, project=project, number=data.validated_data["phase"])
+        try:
+            o = override_gate(
+                phase, data.validated_data["criterion"], data.validated_data["reason"], request.user
+            )
+        except OverrideError as exc:
+            return Response({"criterion": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {
+                "id": o.pk,
+                "phase": phase.number,
+                "criterion": o.criterion,
+                "reason": o.reason,
+                "by": request.user.get_username(),
+                "at": o.at,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class ChecklistView(APIView):
+    @extend_schema(
+        operation_id="project_roadmap_checklist_answer",
+        summary="Answer one question of the decision checklist",
+        description="The team's answer counts over the data's; both are shown with the evidence.",
+        request=AnswerSerializer,
+        responses={200: dict, 400: dict, 403: dict},
+        examples=[
+            OpenApiExample(
+                "answer",
+                value={
+                    "question": "toolchain",
+                    "answer": "partly",
+                    "note": "two of five engineers know HIP",
+                },
+                request_only=True,
+            )
+        ],
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        project = _project(request, pk, write=True)
+        data = AnswerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        ChecklistAnswer.objects.update_or_create(
+            project=project,
+            question=v["question"],
+            defaults={"answer": v["answer"], "note": v["note"], "by": request.user},
+        )
+        return Response({"question": v["question"], "answer": v["answer"], "note": v["note"]})
+
+
+class ReportView(APIView):
+    @extend_schema(
+        operation_id="project_roadmap_report",
+        summary="The roadmap report as Markdown",
+        description=(
+            "What the report page shows, as Markdown (the HTML and PDF are at "
+            "/projects/<id>/report/ and /projects/<id>/report.pdf)."
+        ),
+        parameters=[OpenApiParameter("pk", int, OpenApiParameter.PATH)],
+        responses={
+            (200, "text/markdown"): inline_serializer("Markdown", {"text": serializers.CharField()})
+        },
+    )
+    def get(self, request: Request, pk: int) -> HttpResponse:
+        return HttpResponse(
+            markdown(roadmap_document(_project(request, pk))),
+            content_type="text/markdown; charset=utf-8",
+        )
+
+
+routes: list = []
+urlpatterns = [
+    path("projects/<int:pk>/roadmap/", RoadmapView.as_view(), name="project-roadmap"),
+    path(
+        "projects/<int:pk>/roadmap/overrides/",
+        OverrideView.as_view(),
+        name="project-roadmap-overrides",
+    ),
+    path(
+        "projects/<int:pk>/roadmap/checklist/",
+        ChecklistView.as_view(),
+        name="project-roadmap-checklist",
+    ),
+    path(
+        "projects/<int:pk>/roadmap/report.md", ReportView.as_view(), name="project-roadmap-report"
+    ),
+]

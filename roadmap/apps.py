@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RoadmapConfig(AppConfig):
+    name = "roadmap"
+    verbose_name = "Adoption roadmap"

@@ -1,0 +1,576 @@
+"""The exit criteria of the four phases, each a named function over stored results.
+
+A criterion answers from data only: ``passed`` or ``failed`` when the data it reads
+exists, ``unavailable`` ("not available yet") when rocpath does not yet record what it
+would need (no kind serves that task, or the model that holds it is absent), and
+``not_needed`` when it does not apply to this project. Never ``passed`` for lack of
+data: a gate with an unavailable criterion stays shut unless a person overrides it,
+with a reason (roadmap.models.GateOverride). An unavailable criterion starts counting
+by itself once its data exists: the kinds are looked up by the task they serve, and
+the models by name.
+
+Each function takes a ``Facts`` (the project's data, read once per page) and returns a
+``Verdict``; ``CRITERIA`` lists them by phase, with the rationale and what each reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cached_property
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs.choices import JobStatus, LaunchType
+from jobs.models import Job
+from roadmap.models import ChecklistAnswer
+from roadmap.plan import kinds_serving
+from stack.kinds import RoadmapTask, blas_bench, compile_check, hipify_scan
+
+PASSED, FAILED, UNAVAILABLE, NOT_NEEDED = "passed", "failed", "unavailable", "not_needed"
+OPEN = (PASSED, NOT_NEEDED)  # what lets a gate open without an override
+
+
+@dataclass(frozen=True)
+class Link:
+    label: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    detail: str
+    evidence: tuple[Link, ...] = ()
+    fix: Link | None = None
+
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str
+    phase: int
+    title: str
+    rationale: str
+    reads: str
+    check: Callable[[Facts], Verdict]
+
+
+def _job_link(job: Job, label: str | None = None) -> Link:
+    return Link(
+        label or f"job {job.pk} ({job.kind}, {job.status})",
+        reverse("portal:job-detail", args=[job.pk]),
+    )
+
+
+def _optional_model(label: str) -> Any | None:
+    """A model another part of rocpath adds (None until it exists)."""
+    try:
+        return apps.get_model(label)
+    except LookupError:
+        return None
+
+
+@dataclass
+class Facts:
+    """What the criteria read of one project, each read at most once."""
+
+    project: Any
+    now: Any = field(default_factory=timezone.now)
+
+    @cached_property
+    def source(self) -> Any | None:
+        from teams.sources import newest_ready
+
+        return newest_ready(self.project)
+
+    @cached_property
+    def ended_jobs(self) -> list[Job]:
+        """The project's succeeded and failed jobs, newest first (one query)."""
+        return list(
+            Job.objects.filter(
+                project=self.project, status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED]
+            )
+            .select_related("environment")
+            .order_by("-finished_at", "-id")
+        )
+
+    def newest(
+        self, kind: str, *, source_current: bool = False, succeeded: bool = True
+    ) -> Job | None:
+        for job in self.ended_jobs:
+            if job.kind != kind or (succeeded and job.status != JobStatus.SUCCEEDED):
+                continue
+            if source_current and (self.source is None or job.source_id != self.source.pk):
+                continue
+            return job
+        return None
+
+    def of_kinds(self, kinds: list[str]) -> list[Job]:
+        return [j for j in self.ended_jobs if j.kind in kinds and j.status == JobStatus.SUCCEEDED]
+
+    @cached_property
+    def scan(self) -> Job | None:
+        return self.newest(hipify_scan.KIND.name, source_current=True)
+
+    @cached_property
+    def unsupported_in_code(self) -> int | None:
+        if self.scan is None:
+            return None
+        kinds = (self.scan.summary or {}).get("warnings_by_kind", {})
+        return int(kinds.get("unsupported", {}).get("code", 0) or 0)
+
+    @cached_property
+    def checklist(self) -> dict[str, ChecklistAnswer]:
+        return {a.question: a for a in ChecklistAnswer.objects.filter(project=self.project)}
+
+    @cached_property
+    def multi_gpu(self) -> bool:
+        """The project targets more than one GPU per job (its target list, or a GPU count)."""
+        context = getattr(self.project, "decision_context", None)
+        return bool(getattr(context, "multi_gpu", False))
+
+
+def _submit_fix(label: str) -> Link:
+    return Link(label, reverse("portal:job-submit"))
+
+
+def scan_of_current_code(f: Facts) -> Verdict:
+    if f.source is None:
+        return Verdict(
+            FAILED,
+            "The project has no ready source: upload an archive or give a git URL.",
+            fix=Link("Add a source", reverse("portal:project-detail", args=[f.project.pk])),
+        )
+    if f.scan is None:
+        return Verdict(
+            FAILED,
+            f"No succeeded HIPIFY scan of the newest source ({f.source.pk}).",
+            fix=Link("Run the scan", reverse("portal:project-detail", args=[f.project.pk])),
+        )
+    return Verdict(
+        PASSED,
+        f"Scan {f.scan.pk} of source {f.source.pk}: {f.unsupported_in_code} unsupported "
+        "references in code.",
+        (_job_link(f.scan),),
+    )
+
+
+def _decisions(f: Facts) -> tuple[int, int] | None:
+    """(decided, open) unsupported API groups of the current scan; None: not recorded."""
+    model = _optional_model("portal.ApiDecision")
+    if model is None or f.scan is None:
+        return None
+    from teams.decisions import decision_counts  # present with the model
+
+    return decision_counts(f.project, f.scan)
+
+
+def unsupported_apis_decided(f: Facts) -> Verdict:
+    if f.scan is None:
+        return Verdict(FAILED, "No scan of the current code to read unsupported APIs from.")
+    if f.unsupported_in_code == 0:
+        return Verdict(
+            PASSED, "The current scan finds no unsupported API in code.", (_job_link(f.scan),)
+        )
+    counts = _decisions(f)
+    if counts is None:
+        return Verdict(
+            UNAVAILABLE,
+            "Per-API decisions are not recorded by this rocpath yet; the gate stays shut "
+            "until they are, or a person overrides it.",
+        )
+    decided, undecided = counts
+    status = PASSED if undecided == 0 else FAILED
+    return Verdict(
+        status,
+        f"{decided} unsupported API groups decided, {undecided} open.",
+        (_job_link(f.scan),),
+        fix=None
+        if status == PASSED
+        else Link("Decide them", reverse("portal:project-porting", args=[f.project.pk])),
+    )
+
+
+def libraries_compared(f: Facts) -> Verdict:
+    """Two GPU models measured on at least one case in common (like for like)."""
+    jobs = f.of_kinds([blas_bench.KIND.name])
+    by_gpu: dict[str, list[Job]] = {}
+    for job in jobs:
+        env = job.environment
+        if env is not None and env.gpu_model:
+            by_gpu.setdefault(env.gpu_model, []).append(job)
+    if len(by_gpu) < 2:
+        seen = ", ".join(sorted(by_gpu)) or "none"
+        return Verdict(
+            FAILED,
+            f"Math-library benchmarks on {len(by_gpu)} GPU model(s) ({seen}); the current and "
+            "a candidate GPU are both needed.",
+            tuple(_job_link(j) for j in jobs[:3]),
+            fix=_submit_fix("Run blas-bench on the other GPU"),
+        )
+    from jobs.models import Measurement
+
+    newest = {gpu: group[0] for gpu, group in by_gpu.items()}
+    keys: dict[str, set] = {}
+    for gpu, job in newest.items():
+        keys[gpu] = {
+            (m.benchmark, repr(sorted(m.case.items())), m.metric)
+            for m in Measurement.objects.filter(job=job).only("benchmark", "case", "metric")
+        }
+    gpus = sorted(newest)
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1 :]:
+            common = keys[a] & keys[b]
+            if common:
+                return Verdict(
+                    PASSED,
+                    f"{a} and {b} measured on {len(common)} cases in common.",
+                    (
+                        _job_link(newest[a], f"{a}: job {newest[a].pk}"),
+                        _job_link(newest[b], f"{b}: job {newest[b].pk}"),
+                    ),
+                )
+    return Verdict(
+        FAILED,
+        f"Benchmarks on {', '.join(gpus)}, but no case in common: run the same params on both.",
+        tuple(_job_link(j) for j in newest.values()),
+        fix=_submit_fix("Run the same blas-bench params"),
+    )
+
+
+def checklist_complete(f: Facts) -> Verdict:
+    from roadmap.checklist import evaluate
+
+    rows = evaluate(f)
+    missing = [r.title for r in rows if r.answer is None]
+    if missing:
+        return Verdict(
+            FAILED,
+            f"{len(missing)} checklist question(s) unanswered: {', '.join(missing)}.",
+            fix=Link(
+                "Answer the checklist",
+                reverse("portal:project-roadmap", args=[f.project.pk]) + "#checklist",
+            ),
+        )
+    return Verdict(PASSED, f"All {len(rows)} questions answered (from data where it exists).")
+
+
+def _targets(f: Facts) -> list[str]:
+    return f.project.compile_targets()
+
+
+def compile_passes_every_target(f: Facts) -> Verdict:
+    job = f.newest(compile_check.KIND.name, source_current=True, succeeded=False)
+    if job is None:
+        return Verdict(
+            FAILED,
+            f"No compile check of the current code for {', '.join(_targets(f))}.",
+            fix=Link(
+                "Run the compile check", reverse("portal:project-detail", args=[f.project.pk])
+            ),
+        )
+    per_target = (job.summary or {}).get("per_target", {})
+    failing = [
+        t
+        for t in _targets(f)
+        if t not in per_target or per_target[t].get("failed") or not per_target[t].get("passed")
+    ]
+    if failing:
+        return Verdict(
+            FAILED,
+            f"Compile check {job.pk}: does not pass for {', '.join(failing)}.",
+            (_job_link(job),),
+        )
+    return Verdict(
+        PASSED, f"Compile check {job.pk} passes for {', '.join(_targets(f))}.", (_job_link(job),)
+    )
+
+
+def unsupported_zero_or_decided(f: Facts) -> Verdict:
+    if f.scan is None:
+        return Verdict(FAILED, "No scan of the current code.")
+    if f.unsupported_in_code == 0:
+        return Verdict(PASSED, "0 unsupported references in code.", (_job_link(f.scan),))
+    verdict = unsupported_apis_decided(f)
+    if verdict.status == UNAVAILABLE:
+        return Verdict(
+            FAILED,
+            f"{f.unsupported_in_code} unsupported references in code, and decisions are not "
+            "recorded by this rocpath yet.",
+            (_job_link(f.scan),),
+        )
+    return verdict
+
+
+def converted_code_builds_in_image(f: Facts) -> Verdict:
+    job = f.newest(compile_check.KIND.name, source_current=True)
+    if job is None:
+        return Verdict(FAILED, "No passing compile check of the current code.")
+    if job.executor != "docker" or not job.image:
+        return Verdict(
+            FAILED,
+            f"Compile check {job.pk} ran on the host, not in the team's image: run it with the "
+            "docker executor (make images).",
+            (_job_link(job),),
+        )
+    digest = f" ({job.image_digest[:19]})" if job.image_digest else ""
+    return Verdict(PASSED, f"Built in {job.image}{digest} by job {job.pk}.", (_job_link(job),))
+
+
+def _served(task: str, what: str, f: Facts) -> tuple[list[str], list[Job]] | Verdict:
+    kinds = [k.name for k in kinds_serving(task)]
+    if not kinds:
+        return Verdict(UNAVAILABLE, f"No job kind of this rocpath {what} yet.")
+    return kinds, f.of_kinds(kinds)
+
+
+def profile_exists(f: Facts) -> Verdict:
+    served = _served(RoadmapTask.FIND_BOTTLENECKS, "profiles", f)
+    if isinstance(served, Verdict):
+        return served
+    kinds, jobs = served
+    if not jobs:
+        return Verdict(
+            FAILED,
+            f"No succeeded {' / '.join(kinds)} job.",
+            fix=_submit_fix("Profile the main workload"),
+        )
+    return Verdict(PASSED, f"Profile job {jobs[0].pk}.", (_job_link(jobs[0]),))
+
+
+def tuned_within_10_percent(f: Facts) -> Verdict:
+    served = _served(RoadmapTask.TUNE_KERNELS, "tunes GEMMs", f)
+    if isinstance(served, Verdict):
+        return served
+    kinds, jobs = served
+    if not jobs:
+        return Verdict(
+            FAILED, f"No succeeded {' / '.join(kinds)} job.", fix=_submit_fix("Tune the GEMMs")
+        )
+    summary = jobs[0].summary or {}
+    gap = summary.get("gap_to_best_pct")
+    if gap is None:
+        why = summary.get("why_not") or "the tuning job did not report its gap to the best"
+        return Verdict(FAILED, f"Tuning job {jobs[0].pk}: {why}.", (_job_link(jobs[0]),))
+    status = PASSED if gap <= 10 else FAILED
+    return Verdict(
+        status, f"Tuned GEMMs within {gap:.1f} % of the best measured.", (_job_link(jobs[0]),)
+    )
+
+
+def collectives_measured(f: Facts) -> Verdict:
+    if not f.multi_gpu:
+        return Verdict(NOT_NEEDED, "The project targets one GPU per job.")
+    served = _served(RoadmapTask.MULTI_GPU, "measures collectives", f)
+    if isinstance(served, Verdict):
+        return served
+    kinds, jobs = served
+    if not jobs:
+        return Verdict(
+            FAILED, f"No succeeded {' / '.join(kinds)} job.", fix=_submit_fix("Measure collectives")
+        )
+    return Verdict(PASSED, f"Collectives measured by job {jobs[0].pk}.", (_job_link(jobs[0]),))
+
+
+def nightly_green(f: Facts) -> Verdict:
+    days = settings.ROCPATH_GATE_GREEN_DAYS
+    since = f.now - timedelta(days=days)
+    scheduled = [
+        j
+        for j in Job.objects.filter(
+            project=f.project, launch_type=LaunchType.SCHEDULED, created_at__gte=since
+        ).order_by("created_at")
+    ]
+    if not scheduled:
+        return Verdict(
+            FAILED,
+            f"No scheduled job in the last {days} days.",
+            fix=Link("Create a schedule", reverse("portal:job-submit")),
+        )
+    bad = [j for j in scheduled if j.status != JobStatus.SUCCEEDED]
+    green_days = {j.created_at.date() for j in scheduled if j.status == JobStatus.SUCCEEDED}
+    if bad:
+        return Verdict(
+            FAILED,
+            f"{len(bad)} of {len(scheduled)} scheduled jobs in the last {days} days "
+            "did not succeed.",
+            tuple(_job_link(j) for j in bad[:3]),
+        )
+    if len(green_days) < days:
+        return Verdict(
+            FAILED,
+            f"Scheduled jobs green on {len(green_days)} of the last {days} days; "
+            "every day is needed.",
+            (_job_link(scheduled[-1]),),
+        )
+    return Verdict(
+        PASSED,
+        f"Green every day for {days} days ({len(scheduled)} scheduled jobs).",
+        (_job_link(scheduled[-1]),),
+    )
+
+
+def baseline_set(f: Facts) -> Verdict:
+    from results.models import Baseline
+
+    baselines = list(Baseline.objects.filter(project=f.project).select_related("job")[:5])
+    if not baselines:
+        return Verdict(
+            FAILED,
+            "No baseline pinned for this project.",
+            fix=Link("Pin a baseline on a job page", reverse("portal:dashboard")),
+        )
+    return Verdict(
+        PASSED,
+        f"{len(baselines)} baseline(s): "
+        + ", ".join(f"{b.benchmark} (job {b.job_id})" for b in baselines),
+        tuple(_job_link(b.job) for b in baselines[:3]),
+    )
+
+
+def alert_channel_tested(f: Facts) -> Verdict:
+    model = _optional_model("results.WebhookDelivery")
+    if model is None:
+        return Verdict(UNAVAILABLE, "Alert channels are not recorded by this rocpath yet.")
+    ok = model.objects.filter(project=f.project, succeeded=True).exists()
+    return Verdict(
+        PASSED if ok else FAILED,
+        "An alert was delivered."
+        if ok
+        else "No alert delivered yet: configure a channel and send a test.",
+    )
+
+
+def metrics_scraped(f: Facts) -> Verdict:
+    from django.core.cache import cache
+
+    seen = cache.get("rocpath:metrics:last_scrape")
+    if seen is None:
+        return Verdict(UNAVAILABLE, "No scrape of /metrics is recorded.")
+    return Verdict(PASSED, f"/metrics last scraped at {seen:%Y-%m-%d %H:%M} UTC.")
+
+
+CRITERIA: tuple[Criterion, ...] = (
+    Criterion(
+        "scan_of_current_code",
+        1,
+        "A HIPIFY scan of the current code exists",
+        "Porting effort is estimated from the code as it is now, not as it was.",
+        "the newest ready source; the newest succeeded hipify-scan of it",
+        scan_of_current_code,
+    ),
+    Criterion(
+        "unsupported_apis_decided",
+        1,
+        "Every unsupported API has a recorded decision",
+        "An API HIP lacks is work nobody planned until someone decides what to do with it.",
+        "the current scan's unsupported APIs; the project's per-API decisions",
+        unsupported_apis_decided,
+    ),
+    Criterion(
+        "libraries_compared",
+        1,
+        "Math libraries measured on the current and a candidate GPU, like for like",
+        "A purchase is decided on the same cases measured on both GPUs.",
+        "succeeded blas-bench jobs, their environments' GPU models, the cases they share",
+        libraries_compared,
+    ),
+    Criterion(
+        "checklist_complete",
+        1,
+        "The decision checklist is complete",
+        "The recommendation weighs every question; an unanswered one leaves it undecidable.",
+        "the checklist: pre-filled answers from data, the team's answers",
+        checklist_complete,
+    ),
+    Criterion(
+        "compile_passes_every_target",
+        2,
+        "The compile check passes for every target architecture",
+        "Code that does not compile for a target GPU cannot run on it.",
+        "the newest compile check of the current code; the project's target architectures",
+        compile_passes_every_target,
+    ),
+    Criterion(
+        "unsupported_zero_or_decided",
+        2,
+        "Unsupported references in code are 0 or all decided",
+        "Porting is done when nothing unsupported is left undecided.",
+        "the current scan; per-API decisions",
+        unsupported_zero_or_decided,
+    ),
+    Criterion(
+        "converted_code_builds_in_image",
+        2,
+        "The converted code builds in the team's image",
+        "The build that passes must be the one that ships: in the image, not on a laptop.",
+        "the newest passing compile check: its executor and image digest",
+        converted_code_builds_in_image,
+    ),
+    Criterion(
+        "profile_exists",
+        3,
+        "A profile of the main workload exists",
+        "Tuning without a profile tunes the wrong kernel.",
+        "succeeded jobs of the kinds that find bottlenecks",
+        profile_exists,
+    ),
+    Criterion(
+        "tuned_within_10_percent",
+        3,
+        "Tuned GEMMs are within 10 % of the best measured",
+        "Untuned GEMMs leave much of the GPU unused; 10 % is the bar, or the job says why not.",
+        "succeeded jobs of the kinds that tune kernels: their gap to the best",
+        tuned_within_10_percent,
+    ),
+    Criterion(
+        "collectives_measured",
+        3,
+        "Collectives measured (projects on more than one GPU)",
+        "Multi-GPU scaling is bounded by the interconnect; measure it before relying on it.",
+        "the project's GPU count; succeeded jobs of the kinds that measure collectives",
+        collectives_measured,
+    ),
+    Criterion(
+        "nightly_green",
+        4,
+        "A nightly schedule has run green for N days",
+        "Production needs evidence that the stack stays working, day after day.",
+        "scheduled jobs of the project over the last ROCPATH_GATE_GREEN_DAYS days",
+        nightly_green,
+    ),
+    Criterion(
+        "baseline_set",
+        4,
+        "A performance baseline is set",
+        "A regression can only be seen against a baseline.",
+        "the project's baselines (results)",
+        baseline_set,
+    ),
+    Criterion(
+        "alert_channel_tested",
+        4,
+        "An alert channel is configured and tested",
+        "A regression nobody hears of is not caught.",
+        "the project's alert deliveries (results)",
+        alert_channel_tested,
+    ),
+    Criterion(
+        "metrics_scraped",
+        4,
+        "Metrics are scraped",
+        "Monitoring must see the service before production depends on it.",
+        "the time of the last /metrics scrape",
+        metrics_scraped,
+    ),
+)
+BY_NAME = {c.name: c for c in CRITERIA}
+
+
+def for_phase(number: int) -> list[Criterion]:
+    return [c for c in CRITERIA if c.phase == number]

@@ -1,0 +1,168 @@
+"""A project's roadmap as the pages and the API show it: phases, tasks, gates, status.
+
+A gate opens when each of its phase's criteria passed (or does not apply), or was
+overridden by a person with a reason. The phase's status follows from the gates: done
+once its gate is open, active once the gate before it is open (phase 1 from the start),
+not started otherwise — unless a person marked it blocked. Tasks with a key take their
+state from the jobs of the kinds that serve them; the team's own tasks from a person.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from jobs.choices import JobStatus
+from roadmap.criteria import OPEN, UNAVAILABLE, Criterion, Facts, Verdict, for_phase
+from roadmap.models import GateOverride, Phase, PhaseStatus
+from roadmap.plan import PLANS, ensure_roadmap, kinds_serving
+
+
+@dataclass(frozen=True)
+class CriterionState:
+    criterion: Criterion
+    verdict: Verdict
+    override: GateOverride | None
+
+    @property
+    def open(self) -> bool:
+        return self.verdict.status in OPEN or self.override is not None
+
+
+@dataclass(frozen=True)
+class TaskState:
+    task: Any
+    kinds: list[str]
+    state: str  # "done", "running", "failed", "todo", "no kind yet"
+    job: Any | None
+
+
+@dataclass
+class PhaseState:
+    phase: Phase
+    title: str
+    criteria: list[CriterionState] = field(default_factory=list)
+    tasks: list[TaskState] = field(default_factory=list)
+    status: str = PhaseStatus.NOT_STARTED
+
+    @property
+    def gate_open(self) -> bool:
+        return all(c.open for c in self.criteria)
+
+    @property
+    def missing(self) -> list[CriterionState]:
+        return [c for c in self.criteria if not c.open]
+
+
+def _task_state(task: Any, facts: Facts, jobs_by_kind: dict[str, list]) -> TaskState:
+    if not task.key:
+        return TaskState(task, [], "done" if task.done_at else "todo", None)
+    kinds = [k.name for k in kinds_serving(task.key)]
+    if not kinds:
+        return TaskState(task, [], "done" if task.done_at else "no kind yet", None)
+    jobs = sorted(
+        (j for k in kinds for j in jobs_by_kind.get(k, [])),
+        key=lambda j: (j.created_at, j.pk),
+        reverse=True,
+    )
+    if not jobs:
+        return TaskState(task, kinds, "todo", None)
+    if any(j.status == JobStatus.SUCCEEDED for j in jobs):
+        return TaskState(
+            task, kinds, "done", next(j for j in jobs if j.status == JobStatus.SUCCEEDED)
+        )
+    newest = jobs[0]
+    if newest.status in (JobStatus.PENDING, JobStatus.QUEUED, JobStatus.RUNNING):
+        return TaskState(task, kinds, "running", newest)
+    return TaskState(task, kinds, "failed", newest)
+
+
+def roadmap_state(project: Any) -> list[PhaseState]:
+    """Every phase with its criteria, tasks and derived status (a bounded number of queries)."""
+    from jobs.models import Job
+
+    phases = ensure_roadmap(project)
+    facts = Facts(project)
+    overrides: dict[tuple[int, str], GateOverride] = {}
+    for o in GateOverride.objects.filter(
+        phase__project=project, revoked_at__isnull=True
+    ).select_related("by"):
+        overrides.setdefault((o.phase_id, o.criterion), o)
+    jobs_by_kind: dict[str, list] = {}
+    for job in Job.objects.filter(project=project).only("id", "kind", "status", "created_at"):
+        jobs_by_kind.setdefault(job.kind, []).append(job)
+    tasks_by_phase: dict[int, list] = {}
+    from roadmap.models import Task
+
+    for task in Task.objects.filter(phase__project=project):
+        tasks_by_phase.setdefault(task.phase_id, []).append(task)
+
+    states = []
+    previous_open = True
+    for phase in phases:
+        state = PhaseState(phase, PLANS[phase.number].title)
+        for criterion in for_phase(phase.number):
+            verdict = criterion.check(facts)
+            state.criteria.append(
+                CriterionState(criterion, verdict, overrides.get((phase.pk, criterion.name)))
+            )
+        state.tasks = [
+            _task_state(t, facts, jobs_by_kind) for t in tasks_by_phase.get(phase.pk, [])
+        ]
+        if phase.status == PhaseStatus.BLOCKED:
+            state.status = PhaseStatus.BLOCKED
+        elif previous_open and state.gate_open:
+            state.status = PhaseStatus.DONE
+        elif previous_open:
+            state.status = PhaseStatus.ACTIVE
+        else:
+            state.status = PhaseStatus.NOT_STARTED
+        _record_dates(phase, state.status)
+        previous_open = previous_open and state.gate_open and phase.status != PhaseStatus.BLOCKED
+        states.append(state)
+    return states
+
+
+def _record_dates(phase: Phase, status: str) -> None:
+    """The actual start and end, written the first time the phase is seen active / done."""
+    today = timezone.localdate()
+    fields = {}
+    if status in (PhaseStatus.ACTIVE, PhaseStatus.DONE) and phase.actual_start is None:
+        fields["actual_start"] = today
+    if status == PhaseStatus.DONE and phase.actual_end is None:
+        fields["actual_end"] = today
+    if status == PhaseStatus.ACTIVE and phase.actual_end is not None:
+        fields["actual_end"] = None  # a gate that closed again (new code, a failed check)
+    if fields:
+        Phase.objects.filter(pk=phase.pk).update(**fields)
+        for k, v in fields.items():
+            setattr(phase, k, v)
+
+
+class OverrideError(ValueError):
+    """An override that cannot be recorded (no reason, unknown criterion)."""
+
+
+def override_gate(phase: Phase, criterion: str, reason: str, user: Any) -> GateOverride:
+    """Open one criterion of a gate by hand: recorded with who, when and why."""
+    names = {c.name for c in for_phase(phase.number)}
+    if criterion not in names:
+        raise OverrideError(
+            f"phase {phase.number} has no criterion {criterion!r}; "
+            f"it has {', '.join(sorted(names))}"
+        )
+    reason = (reason or "").strip()
+    if len(reason) < 10:
+        raise OverrideError("an override needs a reason of at least 10 characters")
+    with transaction.atomic():
+        GateOverride.objects.filter(
+            phase=phase, criterion=criterion, revoked_at__isnull=True
+        ).update(revoked_at=timezone.now())
+        return GateOverride.objects.create(phase=phase, criterion=criterion, reason=reason, by=user)
+
+
+def unavailable(states: list[PhaseState]) -> list[CriterionState]:
+    return [c for s in states for c in s.criteria if c.verdict.status == UNAVAILABLE]

@@ -1,0 +1,229 @@
+"""The roadmap as data (for the API, the pages and the report) and as Markdown.
+
+One function, ``roadmap_document``, reads everything once; the API returns it as JSON,
+the report page renders it as HTML (print CSS, and PDF through WeasyPrint), and
+``markdown`` renders it as text — so all three say the same thing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from roadmap.checklist import evaluate
+from roadmap.criteria import Facts
+from roadmap.gates import roadmap_state
+from roadmap.recommend import performance_ratio, recommend
+
+
+def _link(link) -> dict[str, str] | None:
+    return {"label": link.label, "url": link.url} if link else None
+
+
+def roadmap_document(project: Any) -> dict[str, Any]:
+    """Phases, gates, tasks, checklist, recommendation and the porting and benchmark
+    figures behind them, as plain data."""
+    states = roadmap_state(project)
+    facts = Facts(project)
+    rec = recommend(facts)
+    scan = facts.scan
+    summary = (scan.summary or {}) if scan else {}
+    perf = performance_ratio(facts)
+    return {
+        "project": {
+            "id": project.pk,
+            "name": project.name,
+            "team": project.team.slug,
+            "current_platform": project.current_platform,
+            "target_gpus": list(project.target_gpus or []),
+        },
+        "generated_at": timezone.now().isoformat(),
+        "phases": [
+            {
+                "number": s.phase.number,
+                "title": s.title,
+                "status": s.status,
+                "planned_days": [s.phase.planned_days_min, s.phase.planned_days_max],
+                "planned_start": s.phase.planned_start,
+                "planned_end": s.phase.planned_end,
+                "actual_start": s.phase.actual_start,
+                "actual_end": s.phase.actual_end,
+                "owner": s.phase.owner.get_username() if s.phase.owner else None,
+                "gate_open": s.gate_open,
+                "criteria": [
+                    {
+                        "name": c.criterion.name,
+                        "title": c.criterion.title,
+                        "rationale": c.criterion.rationale,
+                        "reads": c.criterion.reads,
+                        "status": c.verdict.status,
+                        "detail": c.verdict.detail,
+                        "evidence": [_link(e) for e in c.verdict.evidence],
+                        "fix": _link(c.verdict.fix),
+                        "override": (
+                            {
+                                "by": c.override.by.get_username() if c.override.by else None,
+                                "at": c.override.at,
+                                "reason": c.override.reason,
+                            }
+                            if c.override
+                            else None
+                        ),
+                    }
+                    for c in s.criteria
+                ],
+                "tasks": [
+                    {
+                        "id": t.task.pk,
+                        "key": t.task.key,
+                        "title": t.task.title,
+                        "state": t.state,
+                        "kinds": t.kinds,
+                        "job": t.job.pk if t.job else None,
+                    }
+                    for t in s.tasks
+                ],
+            }
+            for s in states
+        ],
+        "checklist": [
+            {
+                "key": r.key,
+                "title": r.title,
+                "asks": r.asks,
+                "answer": r.answer,
+                "source": r.source,
+                "data_answer": r.data_answer,
+                "evidence": r.evidence,
+                "note": r.note,
+            }
+            for r in evaluate(facts)
+        ],
+        "recommendation": {
+            "verdict": rec.verdict,
+            "title": rec.title,
+            "reasons": [
+                {
+                    "side": r.side,
+                    "kind": r.kind,
+                    "text": r.text,
+                    "evidence": [_link(e) for e in r.evidence],
+                }
+                for r in rec.reasons
+            ],
+            "missing": rec.missing,
+            "would_change": rec.would_change,
+            "figures": rec.figures,
+        },
+        "porting": {
+            "scan": scan.pk if scan else None,
+            "totals": summary.get("totals"),
+            "effort": summary.get("effort"),
+            "unsupported_in_code": facts.unsupported_in_code,
+            "top_unsupported": [
+                a
+                for a in summary.get("top_apis", [])
+                if a.get("kind") in ("unsupported", "removed")
+            ][:15],
+        },
+        "benchmarks": (
+            {
+                "current_gpu": perf["current_gpu"],
+                "candidate_gpu": perf["candidate_gpu"],
+                "ratio": round(perf["ratio"], 3),
+                "cases": perf["cases"],
+                "current_job": perf["current"].pk,
+                "candidate_job": perf["candidate"].pk,
+            }
+            if perf
+            else None
+        ),
+    }
+
+
+STATUS_WORDS = {
+    "passed": "passed",
+    "failed": "not met",
+    "unavailable": "not available yet",
+    "not_needed": "not needed",
+}
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The report as Markdown: what a manager reads, every figure with its source job."""
+    p = doc["project"]
+    out = [f"# Adoption roadmap: {p['name']} ({p['team']})", ""]
+    targets = ", ".join(p["target_gpus"]) or "none"
+    out.append(
+        f"Generated {doc['generated_at'][:16].replace('T', ' ')} UTC. Current platform: "
+        f"{p['current_platform'] or 'not given'}; target GPUs: {targets}."
+    )
+    rec = doc["recommendation"]
+    out += ["", f"## Recommendation: {rec['title']}", ""]
+    for r in rec["reasons"]:
+        side = "for ROCm" if r["side"] == "rocm" else "for CUDA"
+        refs = "; ".join(e["label"] for e in r["evidence"])
+        out.append(f"- ({side}) {r['text']}" + (f" [{refs}]" if refs else ""))
+    if rec["missing"]:
+        out.append(f"- Missing: {'; '.join(rec['missing'])}.")
+    if rec["would_change"]:
+        out.append(f"- What would change the answer: {'; '.join(rec['would_change'])}.")
+    out += [
+        "",
+        "## Phases",
+        "",
+        "| phase | status | planned | actual | gate |",
+        "|---|---|---|---|---|",
+    ]
+    for ph in doc["phases"]:
+        planned = f"{ph['planned_days'][0] // 7}-{ph['planned_days'][1] // 7} weeks"
+        actual = f"{ph['actual_start'] or '-'} to {ph['actual_end'] or '-'}"
+        gate = "open" if ph["gate_open"] else "shut"
+        status = ph["status"].replace("_", " ")
+        out.append(f"| {ph['number']} {ph['title']} | {status} | {planned} | {actual} | {gate} |")
+    for ph in doc["phases"]:
+        out += ["", f"### Phase {ph['number']}: {ph['title']}", "", "Exit criteria:", ""]
+        for c in ph["criteria"]:
+            line = f"- **{c['title']}**: {STATUS_WORDS[c['status']]}. {c['detail']}"
+            if c["override"]:
+                o = c["override"]
+                line += f" Overridden by {o['by']} on {str(o['at'])[:10]}: {o['reason']}"
+            out.append(line)
+        out += ["", "Tasks:", ""]
+        out += [f"- {t['title']}: {t['state']}" for t in ph["tasks"]]
+    out += [
+        "",
+        "## Decision checklist",
+        "",
+        "| question | answer | from | evidence |",
+        "|---|---|---|---|",
+    ]
+    for r in doc["checklist"]:
+        evidence = r["evidence"] + (f" Team's note: {r['note']}" if r["note"] else "")
+        out.append(
+            f"| {r['title']} | {r['answer'] or 'unanswered'} | {r['source'] or '-'} | {evidence} |"
+        )
+    por = doc["porting"]
+    out += ["", "## Porting assessment", ""]
+    if por["scan"]:
+        effort = por["effort"] or {}
+        out.append(
+            f"Scan job {por['scan']}: {por['unsupported_in_code']} unsupported references in "
+            f"code; estimate {effort.get('hours')} h."
+        )
+        for a in por["top_unsupported"]:
+            out.append(f"- {a.get('name')} ({a.get('kind')}): {a.get('count', a.get('code', ''))}")
+    else:
+        out.append("No scan of the current code yet.")
+    out += ["", "## Benchmark comparison", ""]
+    b = doc["benchmarks"]
+    if b:
+        out.append(
+            f"{b['candidate_gpu']} / {b['current_gpu']}: {b['ratio']}x throughput, geometric "
+            f"mean of {b['cases']} common cases (jobs {b['candidate_job']} and "
+            f"{b['current_job']})."
+        )
+    else:
+        out.append("No like-for-like benchmark of the current and a candidate GPU yet.")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,93 @@
+"""Stored results crafted for the roadmap's criteria: sources, scans, benchmarks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from django.utils import timezone
+
+from jobs.choices import JobStatus
+from jobs.models import Environment, Measurement
+from stack.kinds import blas_bench, compile_check, hipify_scan
+from teams.models import SourceSnapshot
+from tests.factories import make_job, make_project, make_team
+
+
+@pytest.fixture
+def project(db):
+    return make_project(make_team(), name="port")
+
+
+def ready_source(project) -> SourceSnapshot:
+    return SourceSnapshot.objects.create(
+        project=project, origin="upload", status=SourceSnapshot.Status.READY, name="code.tar.gz"
+    )
+
+
+def scan(
+    project, source, *, unsupported: int = 3, hours: float = 120.0, cuda_refs: int = 400, **summary
+):
+    return make_job(
+        project.team,
+        project=project,
+        source=source,
+        kind=hipify_scan.KIND.name,
+        status=JobStatus.SUCCEEDED,
+        finished_at=timezone.now(),
+        summary={
+            "totals": {"files": 12, "cuda_refs": cuda_refs},
+            "warnings_by_kind": {"unsupported": {"total": unsupported, "code": unsupported}},
+            "effort": {"hours": hours},
+            "top_apis": [],
+            **summary,
+        },
+    )
+
+
+def environment(vendor: str, model: str) -> Environment:
+    data = {"gpu": {"vendor": vendor, "model": model}}
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    return Environment.objects.create(
+        data_sha256=digest,
+        fingerprint=digest,
+        data=data,
+        gpu_vendor=vendor,
+        gpu_model=model,
+        gpu_count=1,
+    )
+
+
+def benchmark(project, env: Environment, rates: dict[int, float]):
+    job = make_job(
+        project.team,
+        project=project,
+        kind=blas_bench.KIND.name,
+        status=JobStatus.SUCCEEDED,
+        finished_at=timezone.now(),
+        environment=env,
+    )
+    for size, rate in rates.items():
+        Measurement.objects.create(
+            job=job, environment=env, benchmark="gemm",
+            case={"precision": "bf16", "m": size, "n": size, "k": size},
+            metric="throughput", unit="TFLOP/s", value=rate, samples=[rate], better="higher",
+        )  # fmt: skip
+    return job
+
+
+def compile_job(
+    project, source, per_target: dict, *, executor: str = "docker", image: str = "rocpath/debian"
+):
+    return make_job(
+        project.team,
+        project=project,
+        source=source,
+        kind=compile_check.KIND.name,
+        status=JobStatus.SUCCEEDED,
+        finished_at=timezone.now(),
+        executor=executor,
+        image=image,
+        summary={"per_target": per_target},
+    )

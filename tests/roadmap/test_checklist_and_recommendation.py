@@ -1,0 +1,87 @@
+"""The checklist pre-filled from data; the recommendation on the product's scenarios."""
+
+from __future__ import annotations
+
+import pytest
+
+from roadmap.checklist import evaluate, hardware_answer
+from roadmap.criteria import Facts
+from roadmap.models import ChecklistAnswer, DecisionContext
+from roadmap.recommend import CUDA, ROCM, UNDECIDED, recommend
+from tests.roadmap.conftest import benchmark, environment, ready_source, scan
+
+pytestmark = pytest.mark.django_db
+
+
+def test_hardware_compatibility_is_read_from_rocms_support_list():
+    assert hardware_answer(["MI300X"])[0] == "yes"
+    answer, evidence = hardware_answer(["MI300X", "NVIDIA H100"])
+    assert answer == "partly" and "Not on it: NVIDIA H100" in evidence and "ROCm 6.3.1" in evidence
+    assert hardware_answer(["gfx803"])[0] == "no"
+    assert hardware_answer([])[0] is None
+    assert hardware_answer(["MI300X"], release="9.9")[0] is None  # never guessed
+
+
+def test_the_checklist_is_prefilled_from_data_and_the_team_answers_the_rest(project):
+    project.target_gpus = ["MI300X"]
+    project.save()
+    scan(project, ready_source(project))
+    rows = {r.key: r for r in evaluate(Facts(project))}
+    assert rows["hardware"].answer == "yes" and rows["hardware"].source == "data"
+    assert rows["software"].answer == "yes" and "400 CUDA references" in rows["software"].evidence
+    assert rows["toolchain"].answer is None and rows["maintenance"].answer is None
+    ChecklistAnswer.objects.create(
+        project=project, question="toolchain", answer="partly", note="two of five know HIP"
+    )
+    rows = {r.key: r for r in evaluate(Facts(project))}
+    assert rows["toolchain"].answer == "partly" and rows["toolchain"].source == "team"
+
+
+def test_a_large_code_base_and_a_short_window_stay_on_cuda_with_the_reasons(project):
+    scan(project, ready_source(project), hours=2000)
+    DecisionContext.objects.create(project=project, time_window_weeks=4, engineers=2)
+    project.refresh_from_db()
+    rec = recommend(Facts(project))
+    assert rec.verdict == CUDA
+    assert any("2000 h, exceeds the 320 h" in r.text for r in rec.reasons)
+    assert rec.would_change and "320 h" in rec.would_change[0]
+    assert all(r.evidence for r in rec.reasons if r.kind == "effort")
+
+
+def test_a_multi_vendor_fleet_with_a_good_measured_ratio_moves_to_rocm(project):
+    scan(project, ready_source(project), hours=200)
+    DecisionContext.objects.create(
+        project=project, time_window_weeks=8, engineers=2, multi_vendor_fleet=True
+    )
+    project.refresh_from_db()
+    benchmark(project, environment("nvidia", "NVIDIA H200"), {4096: 650.0, 8192: 690.0})
+    benchmark(project, environment("amd", "AMD Instinct MI300X"), {4096: 700.0, 8192: 720.0})
+    rec = recommend(Facts(project))
+    assert rec.verdict == ROCM
+    assert rec.figures["performance_ratio"] == pytest.approx(
+        ((700 / 650) * (720 / 690)) ** 0.5, abs=1e-3
+    )
+    texts = " ".join(r.text for r in rec.reasons)
+    assert "multi-vendor fleet" in texts and "1.06x" in texts
+
+
+def test_nvidia_only_technology_in_the_code_keeps_a_team_on_cuda(project):
+    scan(
+        project,
+        ready_source(project),
+        hours=100,
+        top_apis=[{"name": "nvshmem_malloc", "kind": "unsupported"}],
+    )
+    DecisionContext.objects.create(
+        project=project, time_window_weeks=10, engineers=3, new_cluster=True
+    )
+    project.refresh_from_db()
+    rec = recommend(Facts(project))
+    assert rec.verdict == CUDA and any("NVSHMEM" in r.text for r in rec.reasons)
+
+
+def test_without_data_the_answer_is_not_yet_decidable_and_says_what_is_missing(project):
+    rec = recommend(Facts(project))
+    assert rec.verdict == UNDECIDED
+    assert any("HIPIFY scan" in m for m in rec.missing)
+    assert rec.would_change

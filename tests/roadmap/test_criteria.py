@@ -1,0 +1,137 @@
+"""Each exit criterion, on stored results crafted to pass, fail, or lack the data."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs.choices import JobStatus, LaunchType
+from results.models import Baseline
+from roadmap import criteria
+from roadmap.criteria import FAILED, NOT_NEEDED, PASSED, UNAVAILABLE, Facts
+from roadmap.models import DecisionContext
+from tests.factories import make_job
+from tests.roadmap.conftest import benchmark, compile_job, environment, ready_source, scan
+
+pytestmark = pytest.mark.django_db
+
+
+def verdict(name, project):
+    return criteria.BY_NAME[name].check(Facts(project))
+
+
+def test_a_scan_of_the_current_code_passes_and_an_older_source_does_not(project):
+    old = ready_source(project)
+    scan(project, old)
+    assert verdict("scan_of_current_code", project).status == PASSED
+    ready_source(project)  # new code arrives: the old scan no longer counts
+    v = verdict("scan_of_current_code", project)
+    assert v.status == FAILED and "No succeeded HIPIFY scan of the newest source" in v.detail
+
+
+def test_a_project_without_a_source_is_told_to_add_one(project):
+    v = verdict("scan_of_current_code", project)
+    assert v.status == FAILED and v.fix.label == "Add a source"
+
+
+def test_a_scan_with_nothing_unsupported_needs_no_decision(project):
+    scan(project, ready_source(project), unsupported=0)
+    assert verdict("unsupported_apis_decided", project).status == PASSED
+    assert verdict("unsupported_zero_or_decided", project).status == PASSED
+
+
+def test_libraries_compared_needs_two_gpus_with_a_case_in_common(project):
+    nv = environment("nvidia", "NVIDIA H200")
+    benchmark(project, nv, {4096: 650.0})
+    assert verdict("libraries_compared", project).status == FAILED
+    amd = environment("amd", "AMD Instinct MI300X")
+    benchmark(project, amd, {2048: 500.0})
+    v = verdict("libraries_compared", project)
+    assert v.status == FAILED and "no case in common" in v.detail
+    benchmark(project, amd, {4096: 700.0})
+    v = verdict("libraries_compared", project)
+    assert v.status == PASSED and "1 cases in common" in v.detail
+
+
+def test_compile_must_pass_for_every_target_of_the_project(project):
+    project.target_gpus = ["MI300X", "gfx90a"]
+    project.save()
+    source = ready_source(project)
+    compile_job(project, source, {"gfx942": {"passed": 4, "failed": 0}})
+    v = verdict("compile_passes_every_target", project)
+    assert v.status == FAILED and "gfx90a" in v.detail
+    compile_job(
+        project,
+        source,
+        {"gfx942": {"passed": 4, "failed": 0}, "gfx90a": {"passed": 4, "failed": 0}},
+    )
+    assert verdict("compile_passes_every_target", project).status == PASSED
+
+
+def test_a_build_on_the_host_is_not_a_build_in_the_image(project):
+    source = ready_source(project)
+    compile_job(project, source, {"gfx942": {"passed": 1, "failed": 0}}, executor="local", image="")
+    v = verdict("converted_code_builds_in_image", project)
+    assert v.status == FAILED and "not in the team's image" in v.detail
+    compile_job(project, source, {"gfx942": {"passed": 1, "failed": 0}})
+    assert verdict("converted_code_builds_in_image", project).status == PASSED
+
+
+def test_a_criterion_no_kind_serves_is_not_available_never_passed(project, monkeypatch):
+    monkeypatch.setattr(criteria, "kinds_serving", lambda task: [])
+    assert verdict("profile_exists", project).status == UNAVAILABLE
+    assert verdict("tuned_within_10_percent", project).status == UNAVAILABLE
+
+
+def test_a_profile_job_passes_the_profile_criterion(project):
+    from stack.kinds import profile
+
+    assert verdict("profile_exists", project).status == FAILED
+    make_job(
+        project.team,
+        project=project,
+        kind=profile.KIND.name,
+        status=JobStatus.SUCCEEDED,
+        finished_at=timezone.now(),
+    )
+    assert verdict("profile_exists", project).status == PASSED
+
+
+def test_collectives_are_not_needed_on_one_gpu_and_wanted_on_several(project):
+    assert verdict("collectives_measured", project).status == NOT_NEEDED
+    DecisionContext.objects.create(project=project, multi_gpu=True)
+    project.refresh_from_db()
+    assert verdict("collectives_measured", project).status in (UNAVAILABLE, FAILED)
+
+
+def test_nightly_green_needs_every_day_green(project, settings):
+    settings.ROCPATH_GATE_GREEN_DAYS = 3
+    now = timezone.now()
+    for days_ago in (0, 1):
+        make_job(project.team, project=project, launch_type=LaunchType.SCHEDULED,
+                 status=JobStatus.SUCCEEDED, created_at=now - timedelta(days=days_ago))  # fmt: skip
+    v = verdict("nightly_green", project)
+    assert v.status == FAILED and "2 of the last 3 days" in v.detail
+    make_job(project.team, project=project, launch_type=LaunchType.SCHEDULED,
+             status=JobStatus.SUCCEEDED, created_at=now - timedelta(days=2, hours=-1))  # fmt: skip
+    assert verdict("nightly_green", project).status == PASSED
+    make_job(project.team, project=project, launch_type=LaunchType.SCHEDULED,
+             status=JobStatus.FAILED, created_at=now)  # fmt: skip
+    assert verdict("nightly_green", project).status == FAILED
+
+
+def test_a_pinned_baseline_passes_the_baseline_criterion(project):
+    assert verdict("baseline_set", project).status == FAILED
+    job = benchmark(project, environment("amd", "MI300X"), {1024: 1.0})
+    Baseline.objects.create(
+        project=project, benchmark="gemm", fingerprint=job.environment.fingerprint, job=job
+    )
+    assert verdict("baseline_set", project).status == PASSED
+
+
+def test_every_criterion_has_a_rationale_and_says_what_it_reads():
+    for c in criteria.CRITERIA:
+        assert c.rationale and c.reads and c.title
+    assert {c.phase for c in criteria.CRITERIA} == {1, 2, 3, 4}
