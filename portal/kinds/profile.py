@@ -13,10 +13,10 @@ from jobs import services
 from jobs.access import jobs_for
 from jobs.models import Job
 from portal.kinds.base import Presenter
-from results.stats import ratio_interval
+from results.profile_diff import diff_jobs
 from stack.kinds.blas_bench import KIND as BLAS_BENCH
 from stack.kinds.profile import KIND
-from stack.profile.diff import DiffError, diff_profiles
+from stack.profile.diff import DiffError
 from stack.tune.shapes import replay_params, shapes_from_rows
 from teams.access import can_write
 
@@ -25,21 +25,6 @@ PRESENTER = Presenter(KIND, partial="portal/kinds/profile.html")
 
 def _profile_job(request: HttpRequest, pk: int) -> Job:
     return get_object_or_404(jobs_for(request.user).filter(kind=KIND.name), pk=pk)
-
-
-def profile_document(job: Job) -> dict:
-    """A profile job as the diff reads it: its summary and its measurements."""
-    rows = [
-        {
-            "benchmark": m.benchmark,
-            "case": m.case,
-            "metric": m.metric,
-            "value": m.value,
-            "samples": m.samples,
-        }
-        for m in job.measurements.all()
-    ]
-    return {"summary": job.summary or {}, "measurements": rows}
 
 
 @login_required
@@ -93,12 +78,7 @@ def profile_diff(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             context["baseline"] = baseline
             try:
-                found = diff_profiles(
-                    profile_document(baseline),
-                    profile_document(current),
-                    profiler=request.GET.get("profiler") or None,
-                    interval=ratio_interval,
-                )
+                found = diff_jobs(baseline, current, request.GET.get("profiler") or None)
                 context["diff"] = found.as_dict()
             except DiffError as exc:
                 context["error"] = str(exc)
