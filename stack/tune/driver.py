@@ -28,6 +28,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from stack.tune.registry import validator_pairs
+
 DRIVER_FILE = "driver.json"
 RESULTS_FILE = "tunableop_results.csv"
 
@@ -43,6 +45,26 @@ def inert_reason(torch: Any) -> str | None:
     if not hasattr(torch._C, "_cuda_tunableop_get_validators"):
         return f"this PyTorch build ({torch.__version__}) has no TunableOp"
     return None
+
+
+def write_results(tunable: Any, path: Path) -> None:
+    """Have TunableOp's results on disk at ``path``.
+
+    Older PyTorch writes them on ``tunable.write_file()``; torch 2.11 has no such
+    function and appends each result to the file as it is found ("realtime append", seen
+    on the H200), so there is nothing to do once tuning is over. Where neither left a file,
+    its lines are written from ``get_validators()`` and ``get_results()`` in the file's own
+    layout (``Validator,KEY,VALUE``; ``Op,Params,Solution,TimeMs``).
+    """
+    if hasattr(tunable, "write_file"):
+        tunable.write_file()
+    if path.is_file() and path.stat().st_size > 0:
+        return
+    lines = [f"Validator,{k},{v}" for k, v in validator_pairs(tunable.get_validators()).items()]
+    for row in tunable.get_results():
+        op, params, solution, time_ms = row
+        lines.append(f"{op},{params},{solution},{time_ms}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _case(torch: Any, shape: dict[str, Any]) -> Any:
@@ -80,7 +102,6 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     from stack.blas import gemm_torch
     from stack.blas.devices import TorchTimer, torch_device
     from stack.blas.stats import LoopSettings, adaptive_loop
-    from stack.tune.registry import validator_pairs
 
     out = Path(spec["out_dir"])
     device = torch_device(torch, "gpu", int(spec.get("gpu_index", 0)))
@@ -112,7 +133,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             call()  # tuning happens here, once per new (op, shape)
             torch.cuda.synchronize(device.index)
         prepared.append((gemm, case, call))
-    tunable.write_file()
+    write_results(tunable, results_path)
     report["tuned_file"] = RESULTS_FILE if results_path.is_file() else None
     report["validators"] = validator_pairs(tunable.get_validators())
     report["skipped"] = skipped

@@ -15,6 +15,7 @@ that output); the winner's ``--Solution index`` is what a hipBLASLt override fil
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,17 +85,51 @@ def parse_tunableop_file(text: str) -> TunedFile:
     return out
 
 
-def single_candidate_note(tuned: TunedFile, backend: str, torch_version: str | None) -> str | None:
+_FINDING = re.compile(r"finding fastest for (\S+?)\((\S*?)\) out of (\d+) candidates")
+_INSTANCE = re.compile(r"instance id=(\d+), (\S+?)\((\S*?)\) (\S+)\s*$")
+
+
+def candidates_from_log(text: str) -> dict[str, dict[str, Any]]:
+    """What TunableOp's verbose log (PYTORCH_TUNABLEOP_VERBOSE=3) says it timed, per GEMM
+    ("OP(PARAMS)"): how many candidates, and their names. Lines as torch 2.11 prints them:
+    ``finding fastest for GemmTunableOp_BFloat16_NN(nn_4096_…) out of 2 candidates`` and
+    ``├──tuning using … instance id=1, GemmTunableOp_BFloat16_NN(nn_4096_…) Default``."""
+    found: dict[str, dict[str, Any]] = {}
+    for line in text.splitlines():
+        if match := _FINDING.search(line):
+            key = f"{match.group(1)}({match.group(2)})"
+            found.setdefault(key, {"candidates": 0, "names": []})["candidates"] = int(
+                match.group(3)
+            )
+        elif match := _INSTANCE.search(line):
+            key = f"{match.group(2)}({match.group(3)})"
+            found.setdefault(key, {"candidates": 0, "names": []})["names"].append(match.group(4))
+    return found
+
+
+def single_candidate_note(
+    tuned: TunedFile, backend: str, torch_version: str | None, log: str = ""
+) -> str | None:
     """What to say plainly when tuning could not have changed anything: on a CUDA build
-    TunableOp offers one candidate, ``Default`` (cuBLAS's own choice), for these ops."""
+    every candidate TunableOp has for these GEMMs is PyTorch's own cuBLAS path, 'Default'."""
     if backend != "cuda" or not tuned.only_default():
         return None
+    timed = candidates_from_log(log)
+    counts = sorted({v["candidates"] for v in timed.values() if v["candidates"]})
+    names = sorted({n for v in timed.values() for n in v["names"]})
+    if counts and names == [DEFAULT_SOLUTION]:
+        per = " or ".join(map(str, counts))
+        what = (
+            f"timed {per} candidate(s) per GEMM, every one of them 'Default' (PyTorch's own "
+            "cuBLAS/cuBLASLt path)"
+        )
+    else:
+        what = "chose 'Default' (PyTorch's own cuBLAS/cuBLASLt path) for every GEMM"
     return (
-        f"TunableOp on this CUDA build (torch {torch_version or '?'}) had a single candidate, "
-        "'Default' (cuBLAS/cuBLASLt's own heuristic), for every GEMM here: the tuned file "
-        "records no choice, so before and after run the same kernels and any difference is "
-        "noise. TunableOp chooses among real alternatives on ROCm (rocBLAS and hipBLASLt "
-        "solutions)."
+        f"TunableOp on this CUDA build (torch {torch_version or '?'}) {what}: it had a single "
+        "candidate in effect, so the tuned file records no choice, before and after run the "
+        "same kernels, and any difference between them is noise. TunableOp chooses among "
+        "real alternatives on ROCm (rocBLAS and hipBLASLt solutions)."
     )
 
 

@@ -173,7 +173,7 @@ def _tunableop(
             return RunResult(
                 status=FAILED, artifacts=artifacts, summary=summary, error=report["inert"]
             )
-        return _tunableop_result(params, ctx, report, scratch, summary, artifacts)
+        return _tunableop_result(params, ctx, report, scratch, summary, artifacts, log)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -185,6 +185,7 @@ def _tunableop_result(
     scratch: Path,
     summary: dict[str, Any],
     artifacts: list,
+    log: str = "",
 ) -> RunResult:
     device = report.get("device") or {}
     backend = device.get("torch_backend") or "cuda"
@@ -200,12 +201,13 @@ def _tunableop_result(
                 "TunableOp's results file: later jobs run with it (PYTORCH_TUNABLEOP_FILENAME)",
             )
         )  # fmt: skip
-    single = files.single_candidate_note(tuned, backend, report.get("torch_version"))
+    single = files.single_candidate_note(tuned, backend, report.get("torch_version"), log)
     summary.update(
         device=device,
         entries=[e.as_dict() for e in tuned.entries],
         solutions=sorted(tuned.solutions),
         single_candidate=single is not None,
+        candidates=files.candidates_from_log(log),
         single_candidate_note=single,
         skipped=report.get("skipped") or [],
         tuned_file=None

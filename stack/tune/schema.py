@@ -90,7 +90,10 @@ PARAMS_SCHEMA: dict[str, Any] = {
             100, 1, 100000, "TunableOp: calls timed per candidate at most"
         ),
         "rotating_buffer_mb": _integer(
-            0, 0, 65536, "inputs rotated through while tuning (0: none; cold caches)"
+            0,
+            0,
+            65536,
+            "inputs rotated through while tuning, MiB (0: TunableOp's default, the L2 size)",
         ),
         "verbose": _integer(1, 0, 3, "PYTORCH_TUNABLEOP_VERBOSE while tuning (its log is kept)"),
         "measure": {

@@ -10,6 +10,7 @@ from tune_helpers import tune_fixture
 from stack.parsers import ParseError
 from stack.tune.files import (
     DEFAULT_SOLUTION,
+    candidates_from_log,
     hipblaslt_tune_argv,
     hipblaslt_winner,
     parse_tunableop_file,
@@ -42,7 +43,8 @@ def test_a_cuda_file_of_defaults_only_is_said_plainly_to_have_had_one_candidate(
     tuned = parse_tunableop_file(text)
     assert tuned.only_default() and tuned.solutions == {DEFAULT_SOLUTION}
     note = single_candidate_note(tuned, "cuda", "2.11.0+cu130")
-    assert "single candidate, 'Default'" in note and "2.11.0+cu130" in note
+    assert "chose 'Default'" in note and "a single candidate in effect" in note
+    assert "2.11.0+cu130" in note
     assert single_candidate_note(tuned, "rocm", "2.6.0") is None  # ROCm's Default was chosen
     rocm = parse_tunableop_file(tune_fixture("tunableop_results0-mi300x.csv"))
     assert single_candidate_note(rocm, "cuda", "2.11.0") is None
@@ -80,3 +82,40 @@ def test_the_gap_to_the_best_is_the_worst_shapes_loss_to_the_default_and_zero_fo
     ]
     assert gap_to_best(timings) == {"gap_to_best_pct": 3.0}
     assert gap_to_best([])["why_not"] == "nothing was timed before and after"
+
+
+def test_the_h200s_verbose_log_says_two_candidates_per_gemm_both_named_default():
+    log = tune_fixture("tunableop-verbose-h200-torch2.11.log")
+    timed = candidates_from_log(log)
+    key = "GemmTunableOp_BFloat16_NN(nn_4096_4096_4096_ld_4096_4096_4096)"
+    assert timed[key] == {"candidates": 2, "names": ["Default", "Default"]}
+    assert len(timed) == 5 and {v["candidates"] for v in timed.values()} == {2}
+    tuned = parse_tunableop_file(
+        "Validator,PT_VERSION,2.11.0+cu130\n"
+        "GemmTunableOp_BFloat16_NN,nn_4096_4096_4096_ld_4096_4096_4096,Default,0.159317\n"
+    )
+    note = single_candidate_note(tuned, "cuda", "2.11.0+cu130", log)
+    assert "timed 2 candidate(s) per GEMM, every one of them 'Default'" in note
+
+
+def test_without_write_file_the_results_are_written_from_tunableops_own_lists(tmp_path):
+    """torch 2.11 has no tunable.write_file (the H200 run failed on it): when TunableOp left
+    no file, its validators and results are written in the file's own layout."""
+    from types import SimpleNamespace
+
+    from stack.tune.driver import write_results
+
+    tunable = SimpleNamespace(
+        get_validators=lambda: (("PT_VERSION", "2.11.0+cu130"),),
+        get_results=lambda: (
+            ("GemmTunableOp_BFloat16_NN", "nn_4096_4096_4096_ld_4096_4096_4096", "Default", 0.1593),
+        ),
+    )
+    path = tmp_path / "tunableop_results.csv"
+    write_results(tunable, path)
+    tuned = parse_tunableop_file(path.read_text())
+    assert tuned.validators == {"PT_VERSION": "2.11.0+cu130"}
+    assert tuned.entries[0].solution == "Default" and tuned.entries[0].gemm.m == 4096
+    path.write_text("Validator,PT_VERSION,x\n")  # a file TunableOp wrote itself is kept
+    write_results(tunable, path)
+    assert path.read_text() == "Validator,PT_VERSION,x\n"
