@@ -10,12 +10,13 @@ from rest_framework.routers import DefaultRouter
 
 from jobs.api import urls as jobs_api
 from portal import api as portal_api
+from results import api as results_api
 from roadmap import api as roadmap_api
 from teams.api import urls as teams_api
 
 app_name = "api"
 
-PARTS = (jobs_api, teams_api, roadmap_api, portal_api)
+PARTS = (jobs_api, teams_api, results_api, roadmap_api, portal_api)
 
 router = DefaultRouter()
 for part in PARTS:

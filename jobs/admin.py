@@ -1,3 +1,6 @@
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 
 from jobs.models import (
@@ -10,6 +13,9 @@ from jobs.models import (
     Schedule,
     TunedFile,
 )
+from jobs.models.schedule import EDITABLE_FIELDS
+from jobs.services.schedules import check_schedule, plan
+from jobs.services.submit import SubmissionError
 
 
 class ArtifactInline(admin.TabularInline):
@@ -52,6 +58,7 @@ class JobAdmin(admin.ModelAdmin):
         "environment",
         "summary",
         "rerun_of",
+        "schedule",
         "created_at",
     ]
     raw_id_fields = ["created_by", "project"]
@@ -109,10 +116,65 @@ class GpuLeaseAdmin(admin.ModelAdmin):
         return False
 
 
+class ScheduleAdminForm(forms.ModelForm):
+    """The checks the page and the API make (jobs.services.schedules), as the schedule's
+    owner: its jobs are submitted as that user, whoever edits the row here."""
+
+    class Meta:
+        model = Schedule
+        fields = [*EDITABLE_FIELDS, "created_by"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        schedule = self.instance
+        for field, value in data.items():
+            setattr(schedule, field, value)
+        if schedule.created_by is None:
+            self.add_error("created_by", "Needed: the schedule's jobs are submitted as this user.")
+            return data
+        try:
+            check_schedule(schedule, schedule.created_by)
+        except SubmissionError as exc:
+            for field, errors in exc.errors.items():
+                for error in errors:
+                    self.add_error(field if field in self.fields else None, error)
+        return data
+
+
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
-    list_display = ("name", "team", "kind", "cron", "time_zone", "enabled", "next_run_at")
-    list_filter = ("enabled", "kind")
+    """Schedules; saving one here plans its next run from now, as the page does."""
+
+    form = ScheduleAdminForm
+    list_display = [
+        "name",
+        "team",
+        "kind",
+        "cron",
+        "time_zone",
+        "enabled",
+        "next_run_at",
+        "last_run_at",
+        "consecutive_failures",
+    ]
+    list_filter = ["enabled", "kind", "team"]
+    search_fields = ["name", "kind", "cron", "last_error"]
+    list_select_related = ["team"]
+    raw_id_fields = ["created_by", "project"]
+    readonly_fields = [
+        "next_run_at",
+        "last_run_at",
+        "last_job",
+        "last_error",
+        "consecutive_failures",
+        "created_at",
+    ]
+
+    def save_model(self, request: Any, obj: Schedule, form: Any, change: bool) -> None:
+        plan(obj)
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(TunedFile)

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from jobs import services
 from jobs.services.ingest import DATABASE_ERRORS
+from jobs.services.schedules import fire_due_schedules
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,12 @@ def run_job(self, job_id: int, retry_of: str = "") -> str:
 @shared_task(name="jobs.dispatch_jobs", ignore_result=True)
 def dispatch_jobs() -> dict[str, list[int]]:
     return services.dispatch_jobs()
+
+
+@shared_task(name="jobs.fire_schedules", ignore_result=True)
+def fire_schedules() -> list[int]:
+    """The due schedules' jobs (jobs.services.schedules); the ids of the jobs made."""
+    return [f.job_id for f in fire_due_schedules() if f.job_id is not None]
 
 
 @shared_task(name="jobs.reap_stuck_jobs", ignore_result=True)

@@ -11,3 +11,6 @@ class PortalConfig(AppConfig):
     name = "portal"
     label = "pages"
     verbose_name = "Portal"
+
+    def ready(self) -> None:
+        from portal import receivers  # noqa: F401  (draws ended jobs' charts into the cache)

@@ -8,13 +8,23 @@ response's nonce: templates show a chart as ``{{ chart|with_nonce:request.csp_no
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pygal
+from django.core.cache import cache
 from django.utils.safestring import SafeString, mark_safe
 from pygal.style import Style
+
+if TYPE_CHECKING:
+    from jobs.models import Job
+    from portal.kinds.base import Presenter
 
 STYLE = Style(
     background="transparent",
@@ -41,16 +51,45 @@ _COMMON = {
 }
 
 
+CHART_CACHE_S = 24 * 3600
 _SCRIPT = re.compile(r"<script\b.*?</script>", re.S)
 # pygal hides its tooltip with a style attribute, which the CSP refuses; rocpath.css hides it.
 _TOOLTIP_STYLE = ' style="opacity: 0"'
+# pygal's tooltips are drawn by its script (never loaded): each dot carries its value and
+# the tooltip's position as <desc> elements. The value becomes the dot's <title>, which
+# browsers show on hover without any script; the positions go.
+_DOT = re.compile(
+    r'<circle ([^>]*)/><desc class="value">(.*?)</desc>'
+    r'<desc class="x[^"]*">[^<]*</desc><desc class="y[^"]*">[^<]*</desc>',
+    re.S,
+)
+# Positions come with 15 digits; a tenth of a pixel is as much as a screen shows.
+_GEOMETRY = re.compile(r'(\s(?:cx|cy|x|y|d|transform|width|height)=")([^"]*)"')
+_LONG_DECIMAL = re.compile(r"(\d\.\d)\d+")
+
+
+def _compact(svg: str) -> str:
+    svg = _DOT.sub(r"<title>\2</title><circle \1/>", svg)
+    return _GEOMETRY.sub(lambda m: m[1] + _LONG_DECIMAL.sub(r"\1", m[2]) + '"', svg)
 
 
 def _render(chart: pygal.graph.graph.Graph) -> SafeString:
     # pygal still writes an inline config <script> for its tooltips; a static chart
-    # needs none, and pages then need no script-src exception for charts.
+    # needs none, and pages then need no script-src exception for charts. What the
+    # script would have read is dropped too (_compact): a chart of 500 dots shrinks by half.
     svg = _SCRIPT.sub("", chart.render(is_unicode=True)).replace(_TOOLTIP_STYLE, "")
-    return mark_safe(svg)  # noqa: S308 - pygal escapes the labels and values it draws
+    return mark_safe(_compact(svg))  # noqa: S308 - pygal escapes the labels and values it draws
+
+
+def _remembered(parts: object, draw: Callable[[], SafeString]) -> SafeString:
+    """A chart drawn once per content: pygal takes ~10 ms per 100 points, and a
+    permalink is reopened with the same numbers. The key is what the chart draws."""
+    key = "portal:chart:" + hashlib.sha256(repr(parts).encode()).hexdigest()
+    if (svg := cache.get(key)) is not None:
+        return mark_safe(svg)  # noqa: S308 - pygal's output, stored as it was drawn
+    svg = draw()
+    cache.set(key, str(svg), CHART_CACHE_S)
+    return svg
 
 
 def xy_chart(
@@ -89,3 +128,85 @@ def time_chart(
     for name, points in series.items():
         chart.add(name, sorted(points))
     return _render(chart)
+
+
+CACHE_S = 7 * 24 * 3600
+
+
+@functools.cache
+def _code_version(presenter_type: type) -> str:
+    """The charts' code as a hash: a changed presenter or chart style misses the cache."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(Path(inspect.getfile(presenter_type)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def job_charts(job: Job, presenter: Presenter) -> list[SafeString]:
+    """The job page's charts; those of an ended job drawn once, then served from the cache.
+
+    pygal takes 30-90 ms a chart and a sweep draws about ten; an ended job's measurements
+    never change (they are written once, as it ends), so the key is the job, when it
+    ended and the code that drew them.
+    """
+    if not job.is_terminal or job.finished_at is None:
+        return presenter.charts(job)
+    key = ":".join(
+        ("portal-charts", _code_version(type(presenter)), str(job.pk), job.finished_at.isoformat())
+    )
+    cached = cache.get(key)
+    if cached is not None:
+        return [mark_safe(svg) for svg in cached]  # noqa: S308 - drawn by _render, as below
+    charts = presenter.charts(job)
+    cache.set(key, [str(svg) for svg in charts], CACHE_S)
+    return charts
+
+
+def bar_chart(
+    title: str,
+    labels: Sequence[str],
+    series: dict[str, Sequence[float | None]],
+    *,
+    y_title: str,
+) -> SafeString:
+    """Grouped bars: one group per label (a case), one bar per series (a job) in each."""
+
+    def draw() -> SafeString:
+        chart = pygal.Bar(
+            title=title,
+            y_title=y_title,
+            x_label_rotation=30,
+            truncate_label=40,
+            **_COMMON,
+        )
+        chart.x_labels = list(labels)
+        for name, values in series.items():
+            chart.add(name, [None if v is None else float(v) for v in values])
+        return _render(chart)
+
+    return _remembered(("bar", title, list(labels), sorted(series.items()), y_title), draw)
+
+
+def history_chart(
+    title: str,
+    points: Sequence[tuple[datetime, float]],
+    marks: Sequence[tuple[datetime, float]],
+    *,
+    y_title: str,
+) -> SafeString:
+    """One case's values over time, with the first run of each new segment marked."""
+
+    def draw() -> SafeString:
+        chart = pygal.DateTimeLine(
+            title=title,
+            y_title=y_title,
+            x_label_rotation=20,
+            x_value_formatter=lambda d: d.strftime("%Y-%m-%d %H:%M"),
+            dots_size=2,
+            **_COMMON,
+        )
+        chart.add("value", list(points))
+        if marks:
+            chart.add("change point", list(marks), stroke=False, dots_size=7)
+        return _render(chart)
+
+    return _remembered(("history", title, list(points), list(marks), y_title), draw)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django import forms
 
 from stack.kinds import KINDS
@@ -17,7 +20,7 @@ class JobSubmitForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
         required=False,
         initial="{}",
-        help_text="JSON object; see the kind's parameters below",
+        help_text="JSON object; {} takes every default (the kind's parameters are listed below)",
     )
     timeout_s = forms.IntegerField(required=False, min_value=1, label="Timeout (s)")
 
@@ -30,16 +33,93 @@ class JobSubmitForm(forms.Form):
         self.fields["project"].queryset = projects
         if len(teams) == 1:
             self.fields["team"].initial = teams[0]
+        # A new user's first submit: the quick, harmless kind, not the first in the list
+        # (a full benchmark sweep, an hour on a CPU, when its parameters are {}).
+        first = next((k.name for k in KINDS.values() if k.submit_default), None)
+        self.fields["kind"].initial = self.initial.get("kind") or first
 
     def clean_params(self) -> dict:
-        raw = self.cleaned_data.get("params") or "{}"
-        try:
-            value = loads_bounded(raw, what="The parameters")
-        except JSONLimitError as exc:
-            raise forms.ValidationError(str(exc)) from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError("Parameters must be a JSON object.")
-        return value
+        return _json_object(self.cleaned_data.get("params"), "The parameters")
+
+
+def _json_object(raw: str | None, what: str) -> dict:
+    try:
+        value = loads_bounded(raw or "{}", what=what)
+    except JSONLimitError as exc:
+        raise forms.ValidationError(str(exc)) from None
+    if not isinstance(value, dict):
+        raise forms.ValidationError(f"{what} must be a JSON object.")
+    return value
+
+
+class ScheduleForm(JobSubmitForm):
+    """A job to submit on a cron expression: the submit form's fields and the timing.
+    jobs.services.schedules decides what is valid (the expression, the zone, the job)."""
+
+    name = forms.CharField(max_length=200)
+    hardware = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
+        required=False,
+        initial="{}",
+        help_text='JSON object, e.g. {"gpu_vendor": "amd", "gpu_count": 1}',
+    )
+    cron = forms.CharField(
+        max_length=200,
+        label="Cron expression",
+        help_text="five fields: minute hour day-of-month month day-of-week; "
+        "'0 3 * * *' is 03:00 every day",
+        widget=forms.TextInput(attrs={"spellcheck": "false", "placeholder": "0 3 * * *"}),
+    )
+    time_zone = forms.CharField(
+        max_length=64,
+        initial="UTC",
+        help_text="IANA name, e.g. Europe/Berlin: the cron's times are this zone's clock",
+        widget=forms.TextInput(attrs={"list": "time-zones", "spellcheck": "false"}),
+    )
+    enabled = forms.BooleanField(required=False, initial=True)
+
+    field_order = ["name", "team", "project", "kind", "params", "hardware", "timeout_s"]
+
+    def clean_hardware(self) -> dict:
+        return _json_object(self.cleaned_data.get("hardware"), "The hardware request")
+
+
+def _type_of(prop: dict[str, Any]) -> str:
+    """A JSON Schema property's type in words: "list of string: gemm, fft", "integer 1-64"."""
+    kind = prop.get("type", "any")
+    if isinstance(kind, list):
+        kind = " or ".join(map(str, kind))
+    if kind == "array":
+        return "list of " + _type_of(prop.get("items") or {})
+    text = str(kind)
+    if "enum" in prop:
+        text += ": " + ", ".join(str(v) for v in prop["enum"])
+    low = prop.get("minimum", prop.get("exclusiveMinimum"))
+    high = prop.get("maximum", prop.get("exclusiveMaximum"))
+    if low is not None or high is not None:
+        text += f" {'' if low is None else low}\u2013{'' if high is None else high}"
+    return text
+
+
+def param_fields(schema: dict[str, Any]) -> list[dict[str, str]]:
+    """A kind's parameters as rows a page can show: name, type, default, description.
+
+    The raw JSON Schema (thousands of lines for a benchmark) is for programs; a person
+    submitting a job wants each field once, in words.
+    """
+    rows = []
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        default = json.dumps(prop["default"]) if "default" in prop else ""
+        rows.append(
+            {
+                "name": name,
+                "type": _type_of(prop),
+                "default": default,
+                "description": str(prop.get("description", "")),
+            }
+        )
+    return rows
 
 
 class ProjectForm(forms.ModelForm):

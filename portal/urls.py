@@ -1,6 +1,6 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from portal import roadmap, views
+from portal import alerts, roadmap, schedules, views
 from portal.kinds import profile as profile_pages
 
 app_name = "portal"
@@ -10,6 +10,12 @@ urlpatterns = [
     path("jobs/new/", views.job_submit, name="job-submit"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/log/", views.job_log, name="job-log"),
+    re_path(
+        r"^jobs/(?P<pk>[0-9]+)/measurements\.(?P<fmt>csv|json)$",
+        views.job_measurements_download,
+        name="job-measurements",
+    ),
+    path("jobs/<int:pk>/summary.json", views.job_summary_download, name="job-summary"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
     path("jobs/<int:pk>/rerun/", views.job_rerun, name="job-rerun"),
     path("jobs/<int:pk>/replay-shapes/", profile_pages.replay_shapes, name="profile-replay"),
@@ -19,10 +25,13 @@ urlpatterns = [
         views.artifact_download,
         name="artifact-download",
     ),
+    path("compare/", views.compare_page, name="compare"),
+    path("history/", views.history_page, name="history"),
     path("projects/", views.project_list, name="projects"),
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("projects/<int:pk>/porting/", views.project_porting, name="project-porting"),
     path("projects/<int:pk>/steps/", views.project_step, name="project-step"),
+    path("projects/<int:pk>/alerts/", alerts.project_alerts, name="project-alerts"),
     path(
         "projects/<int:pk>/sources/<int:source_pk>/file/",
         views.source_file,
@@ -54,5 +63,11 @@ urlpatterns = [
         roadmap.roadmap_report,
         name="roadmap-report-as",
     ),
+    path("schedules/", schedules.schedule_list, name="schedules"),
+    path("schedules/new/", schedules.schedule_new, name="schedule-new"),
+    path("schedules/<int:pk>/", schedules.schedule_detail, name="schedule-detail"),
+    path("schedules/<int:pk>/edit/", schedules.schedule_edit, name="schedule-edit"),
+    path("schedules/<int:pk>/toggle/", schedules.schedule_toggle, name="schedule-toggle"),
+    path("schedules/<int:pk>/delete/", schedules.schedule_delete, name="schedule-delete"),
     path("account/token/", views.api_token, name="api-token"),
 ]

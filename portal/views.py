@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+from html import escape
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.db.models import TextField
+from django.db.models.functions import Cast, Length
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
 from jobs import services
@@ -22,9 +30,10 @@ from jobs.api.errors import bound_errors
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.models import IllegalTransition, Job
-from portal.charts import time_chart
-from portal.forms import JobSubmitForm, ProjectForm
+from portal.charts import bar_chart, history_chart, job_charts, time_chart
+from portal.forms import JobSubmitForm, ProjectForm, param_fields
 from portal.kinds import presenter_for, project_steps
+from portal.measurements import PER_PAGE, csv_response, json_response, without_samples
 from portal.porting import (
     DEFAULT_SORT,
     FILE_COLUMNS,
@@ -32,6 +41,17 @@ from portal.porting import (
     SCAN,
     burn_down_series,
     porting_report,
+)
+from results.compare import (
+    MAX_COLUMNS,
+    CompareQuery,
+    Comparison,
+    History,
+    HistoryQuery,
+    QueryError,
+    Row,
+    compare,
+    history,
 )
 from roadmap.gates import roadmap_state
 from roadmap.plan import PLANS, current_phases
@@ -68,11 +88,26 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+SUMMARY_INLINE_BYTES = 32 * 1024  # a larger summary is a download, not part of the page
+
+
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    job = _job(request, pk)
+    # The summary is not loaded, only its size: a sweep's summary is a megabyte, decoding
+    # it costs more than the rest of the page, and the page shows it only when it is small
+    # (the presenter reads the parts it shows).
+    job = get_object_or_404(
+        jobs_for(request.user)
+        .select_related("environment")
+        .defer("summary")
+        .annotate(summary_size=Length(Cast("summary", TextField()))),
+        pk=pk,
+    )
     events = list(job.events.order_by("id")[:2000])
     presenter = presenter_for(job.kind)
+    measurements = Paginator(without_samples(job), PER_PAGE).get_page(request.GET.get("page"))
+    summary_bytes = job.summary_size or 0
+    small = 2 < summary_bytes <= SUMMARY_INLINE_BYTES  # "{}" is no summary
     return render(
         request,
         "portal/job_detail.html",
@@ -81,17 +116,38 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "events": events,
             "cursor": events[-1].id if events else 0,
             "artifacts": job.artifacts.all(),
-            "measurements": job.measurements.all()[:500],
-            "charts": presenter.charts(job),
+            "measurements": measurements.object_list,
+            "measurements_page": measurements,
+            "charts": job_charts(job, presenter),
             "presenter": presenter,
-            "kind_context": presenter.context(job),
+            **presenter.context(job),
             "environment": job.environment,
             "env_data": job.environment.data if job.environment else None,
-            "summary_json": json.dumps(job.summary, indent=2) if job.summary else "",
+            "summary_json": json.dumps(job.summary, indent=2) if small else "",
+            "has_summary": summary_bytes > 2,
+            "summary_bytes": summary_bytes,
             "params_json": json.dumps(job.params, indent=2),
             "can_write": can_write(request.user, job.team_id),
         },
     )
+
+
+@login_required
+def job_measurements_download(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    """Every measurement of a job the user may see, as CSV or JSON (404 for another team's)."""
+    job = _job(request, pk)
+    return csv_response(job) if fmt == "csv" else json_response(job)
+
+
+@login_required
+def job_summary_download(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job's summary as a JSON file: the page folds it, or links here when it is large."""
+    job = _job(request, pk)
+    response = HttpResponse(
+        json.dumps(job.summary or {}, indent=2), content_type="application/json"
+    )
+    response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-summary.json"'
+    return response
 
 
 @login_required
@@ -127,7 +183,10 @@ def job_submit(request: HttpRequest) -> HttpResponse:
     teams = Team.objects.filter(pk__in=writable_team_ids(request.user))
     projects = projects_for(request.user).filter(team__in=teams)
     project_id = request.GET.get("project", "")
-    initial = {"project": project_id} if project_id.isdigit() else {}
+    initial: dict[str, Any] = {"project": project_id} if project_id.isdigit() else {}
+    if (chosen := KINDS.get(request.GET.get("kind", ""))) is not None:  # "start from this"
+        initial["kind"] = chosen.name
+        initial["params"] = json.dumps(dict(chosen.example_params or {}), indent=1)
     form = JobSubmitForm(request.POST or None, teams=teams, projects=projects, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -154,7 +213,8 @@ def job_submit(request: HttpRequest) -> HttpResponse:
             "name": k.name,
             "title": k.title,
             "description": k.description,
-            "schema": json.dumps(k.params_schema.get("properties", {}), indent=2),
+            "fields": param_fields(k.params_schema),
+            "example": json.dumps(dict(k.example_params)) if k.example_params else "",
         }
         for k in sorted(KINDS.values(), key=lambda k: k.name)
     ]
@@ -390,5 +450,163 @@ def source_file(request: HttpRequest, pk: int, source_pk: int) -> HttpResponse:
             "path": path.relative_to(tree).as_posix(),
             "lines": lines,
             "highlight": int(line) if line.isdecimal() else 0,
+        },
+    )
+
+
+CHART_CASES = 30  # bars per chart: more groups than this are not read, the table has them
+CHART_GROUPS = 12  # charts on one compare page
+ROWS_PER_PAGE = 200
+
+
+def _export(request: HttpRequest, result: Comparison | History, name: str) -> HttpResponse | None:
+    """?format=csv or json: the same result as a download, or None for the page."""
+    fmt = request.GET.get("format", "")
+    if fmt == "json":
+        response: HttpResponse = JsonResponse(result.as_dict())
+    elif fmt == "csv":
+        out = io.StringIO()
+        csv.writer(out).writerows(result.export_rows())
+        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    else:
+        return None
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+def _compare_charts(comparison: Comparison) -> list[dict]:
+    """Grouped bars per (benchmark, metric, unit): an axis never mixes TFLOP/s and TOPS."""
+    charts = []
+    for (benchmark, metric, unit), rows in comparison.groups()[:CHART_GROUPS]:
+        shown = rows[:CHART_CASES]
+        series = {
+            column.label: [row.cells[i].value if row.cells[i] else None for row in shown]
+            for i, column in enumerate(comparison.columns)
+        }
+        charts.append(
+            {
+                "svg": bar_chart(
+                    f"{benchmark} · {metric}",
+                    [row.case_label for row in shown],
+                    series,
+                    y_title=unit or metric,
+                ),
+                "shown": len(shown),
+                "total": len(rows),
+                "unit": unit,
+            }
+        )
+    return charts
+
+
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+def _fmt(value: float | None, places: int) -> str:
+    """floatformat:"-places" without the template engine: 10.0 -> "10", 1.23456 -> "1.2346"."""
+    if value is None:
+        return "—"
+    text = f"{value:.{places}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _compare_row(row: Row, history_url: str) -> SafeString:
+    """One table row as HTML, written here rather than in the template: a 200-case table
+    is 400 cells, and the template engine spent ~20 ms of CPU per 100 of them."""
+    cells = []
+    for cell in row.cells:
+        if cell is None:
+            cells.append('<td class="num">—</td>')
+            continue
+        ratio = cell.ratio
+        text = f'{_fmt(cell.value, 4)} <small class="muted">n={cell.n_samples}</small>'
+        if ratio is not None and ratio.value is not None:
+            bounds = (
+                f" [{_fmt(ratio.low, 3)}, {_fmt(ratio.high, 3)}]" if ratio.low is not None else ""
+            )
+            ratio_text = f"{TIMES}{ratio.value:.3f}{bounds}"
+            text += f'<br><span class="ratio">{ratio_text}</span> {cell.reading}'
+        css = f" reading-{cell.reading}" if cell.reading else ""
+        cells.append(f'<td class="num{css}">{text}</td>')
+    flags = "".join(f'<br><span class="flag">{escape(f)}</span>' for f in row.flags)
+    history = ""
+    if history_url:
+        case = f"benchmark={quote(row.benchmark)}&metric={quote(row.metric)}"
+        case += f"&case={quote(row.case_json)}"
+        history = f'<a href="{escape(history_url + "&" + case)}">history</a>'
+    return mark_safe(  # noqa: S308 - every value from the database is escaped above
+        f'<tr data-case="{escape(row.case_json)}" data-metric="{escape(row.metric)}">'
+        f"<td>{escape(row.benchmark)}</td><td><code>{escape(row.case_label)}</code>{flags}</td>"
+        f"<td>{escape(row.metric)}</td><td>{escape(row.unit)}</td><td>{escape(row.better)}</td>"
+        f"{''.join(cells)}<td>{history}</td></tr>"
+    )
+
+
+@login_required
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """Jobs side by side; the whole query is in the URL, so the address is the permalink."""
+    context: dict = {"params": request.GET, "kinds": sorted(KINDS), "max_columns": MAX_COLUMNS}
+    try:
+        query = CompareQuery.parse(request.GET)
+        comparison = compare(request.user, query)
+    except QueryError as exc:
+        if request.GET.get("format"):
+            return JsonResponse({exc.field: [exc.message]}, status=400)
+        context["error"] = exc
+        return render(request, "portal/compare.html", context, status=400)
+    if export := _export(request, comparison, "comparison"):
+        return export
+    permalink = f"{reverse('portal:compare')}?{urlencode(query.params())}"
+    page = Paginator(comparison.rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
+    base = comparison.baseline
+    fingerprint = base.job.environment.fingerprint if base and base.job.environment else ""
+    history_url = f"{reverse('portal:history')}?fingerprint={fingerprint}" if fingerprint else ""
+    context.update(
+        {
+            "comparison": comparison,
+            "rows": [_compare_row(row, history_url) for row in page.object_list],
+            "page": page,
+            "permalink": permalink,
+            "query_string": urlencode(query.params()),
+            "charts": _compare_charts(comparison) if comparison.rows else [],
+        }
+    )
+    return render(request, "portal/compare.html", context)
+
+
+@login_required
+def history_page(request: HttpRequest) -> HttpResponse:
+    """One case over the runs of one environment identity, change points marked."""
+    try:
+        query = HistoryQuery.parse(request.GET)
+    except QueryError as exc:
+        if request.GET.get("format"):
+            return JsonResponse({exc.field: [exc.message]}, status=400)
+        return render(request, "portal/history.html", {"error": exc}, status=400)
+    result = history(request.user, query)
+    if export := _export(request, result, "history"):
+        return export
+    starts = set(result.change_points)
+    points = [(p.at, p.value) for p in result.points]
+    chart = (
+        history_chart(
+            f"{query.benchmark} · {query.metric}",
+            points,
+            [points[i] for i in sorted(starts)],
+            y_title=result.unit or query.metric,
+        )
+        if points
+        else None
+    )
+    return render(
+        request,
+        "portal/history.html",
+        {
+            "history": result,
+            "query": query,
+            "chart": chart,
+            "starts": starts,
+            "query_string": urlencode(query.params()),
+            "newest": list(reversed(list(enumerate(result.points))))[:50],
         },
     )

@@ -78,3 +78,39 @@ class Verdict(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} {self.benchmark}/{self.metric}: {self.verdict}"
+
+
+# The alerting models live in their own module; importing them here registers them.
+from results.alert_models import (  # noqa: E402
+    Alert,
+    AlertEvent,
+    AlertSettings,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryChannel,
+    DeliveryStatus,
+)
+
+__all__ = [
+    "Alert",
+    "AlertEvent",
+    "AlertSettings",
+    "Baseline",
+    "Delivery",
+    "DeliveryAttempt",
+    "DeliveryChannel",
+    "DeliveryStatus",
+    "Verdict",
+    "VerdictKind",
+]
+
+
+class MetricsScrape(models.Model):
+    """When /metrics was last scraped successfully (one row): phase 4's gate asks whether
+    monitoring sees the service, and a scrape is the only sign of it rocpath gets."""
+
+    at = models.DateTimeField()
+    client = models.CharField(max_length=64, blank=True)
+
+    def __str__(self) -> str:
+        return f"/metrics scraped at {self.at:%Y-%m-%d %H:%M}"

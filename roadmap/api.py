@@ -9,7 +9,8 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -55,6 +56,32 @@ class RoadmapView(APIView):
             "recommendation with its reasons."
         ),
         responses={200: dict},
+        examples=[
+            OpenApiExample(
+                "phase 1 of a new project",
+                value={
+                    "project": {"id": 3, "name": "cfd", "team": "solvers"},
+                    "phases": [
+                        {
+                            "number": 1,
+                            "title": "Assessment & planning",
+                            "status": "active",
+                            "gate_open": False,
+                            "criteria": [
+                                {
+                                    "name": "scan_of_current_code",
+                                    "status": "passed",
+                                    "detail": "Scan 41 of source 9: 12 unsupported "
+                                    "references in code.",
+                                }
+                            ],
+                        }
+                    ],
+                    "recommendation": {"verdict": "undecided", "title": "Not yet decidable"},
+                },
+                response_only=True,
+            )
+        ],
     )
     def get(self, request: Request, pk: int) -> Response:
         return Response(roadmap_document(_project(request, pk)))
@@ -145,9 +172,18 @@ class ReportView(APIView):
             "What the report page shows, as Markdown (the HTML and PDF are at "
             "/projects/<id>/report/ and /projects/<id>/report.pdf)."
         ),
-        parameters=[OpenApiParameter("pk", int, OpenApiParameter.PATH)],
         responses={
-            (200, "text/markdown"): inline_serializer("Markdown", {"text": serializers.CharField()})
+            (200, "text/markdown"): OpenApiResponse(
+                response=OpenApiTypes.STR,
+                description="the report",
+                examples=[
+                    OpenApiExample(
+                        "the report",
+                        value="# Adoption roadmap: cfd (solvers)\n\n"
+                        "## Recommendation: Not yet decidable\n",
+                    )
+                ],
+            )
         },
     )
     def get(self, request: Request, pk: int) -> HttpResponse:

@@ -390,7 +390,7 @@ def nightly_green(f: Facts) -> Verdict:
         return Verdict(
             FAILED,
             f"No scheduled job in the last {days} days.",
-            fix=Link("Create a schedule", reverse("portal:job-submit")),
+            fix=Link("Create a schedule", reverse("portal:schedule-new")),
         )
     bad = [j for j in scheduled if j.status != JobStatus.SUCCEEDED]
     green_days = {j.created_at.date() for j in scheduled if j.status == JobStatus.SUCCEEDED}
@@ -434,25 +434,43 @@ def baseline_set(f: Facts) -> Verdict:
 
 
 def alert_channel_tested(f: Facts) -> Verdict:
-    model = _optional_model("results.WebhookDelivery")
-    if model is None:
-        return Verdict(UNAVAILABLE, "Alert channels are not recorded by this rocpath yet.")
-    ok = model.objects.filter(project=f.project, succeeded=True).exists()
+    from results.alert_models import AlertSettings, Delivery, DeliveryStatus
+
+    alerts_page = Link("Set up alerts", reverse("portal:project-alerts", args=[f.project.pk]))
+    configured = AlertSettings.objects.filter(project=f.project).first()
+    if configured is None or not (configured.webhook_urls or configured.emails):
+        return Verdict(
+            FAILED, "No alert channel (webhook or e-mail) is configured.", fix=alerts_page
+        )
+    delivered = (
+        Delivery.objects.filter(alert__project=f.project, status=DeliveryStatus.DELIVERED)
+        .order_by("-delivered_at")
+        .first()
+    )
+    if delivered is None:
+        return Verdict(
+            FAILED,
+            "A channel is configured, but no alert was delivered yet: send a test.",
+            fix=alerts_page,
+        )
     return Verdict(
-        PASSED if ok else FAILED,
-        "An alert was delivered."
-        if ok
-        else "No alert delivered yet: configure a channel and send a test.",
+        PASSED,
+        f"Alert delivered by {delivered.channel} at {delivered.delivered_at:%Y-%m-%d %H:%M} UTC.",
+        (alerts_page,),
     )
 
 
 def metrics_scraped(f: Facts) -> Verdict:
-    from django.core.cache import cache
+    from results.models import MetricsScrape
 
-    seen = cache.get("rocpath:metrics:last_scrape")
+    seen = MetricsScrape.objects.filter(pk=1).first()
     if seen is None:
-        return Verdict(UNAVAILABLE, "No scrape of /metrics is recorded.")
-    return Verdict(PASSED, f"/metrics last scraped at {seen:%Y-%m-%d %H:%M} UTC.")
+        return Verdict(
+            FAILED,
+            "/metrics was never scraped: set ROCPATH_METRICS_TOKEN or ROCPATH_METRICS_ALLOW "
+            "and point Prometheus at it (docs/metrics.md).",
+        )
+    return Verdict(PASSED, f"/metrics last scraped at {seen.at:%Y-%m-%d %H:%M} UTC.")
 
 
 CRITERIA: tuple[Criterion, ...] = (

@@ -172,12 +172,16 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def internal(host: str, address: str) -> str | None:
-    """Why an address is not one to clone from (None when it is global or allowed)."""
+def internal(host: str, address: str, allow: list[str] | None = None) -> str | None:
+    """Why an address is not one to connect to (None when it is global or allowed).
+
+    ``allow``: the operator's host names and networks that may be internal, by default
+    ROCPATH_GIT_HOST_ALLOW (results.webhooks passes ROCPATH_WEBHOOK_HOST_ALLOW).
+    """
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if getattr(ip, "ipv4_mapped", None):
         ip = ip.ipv4_mapped
-    for entry in settings.ROCPATH_GIT_HOST_ALLOW:
+    for entry in settings.ROCPATH_GIT_HOST_ALLOW if allow is None else allow:
         if entry.lower() == host.lower():
             return None
         try:

@@ -9,7 +9,8 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from jobs.choices import JobStatus
-from jobs.models import Job, Measurement
+from jobs.models import Environment, Job, Measurement
+from jobs.services import record_environment
 from teams.choices import Role
 from teams.models import AdoptionProject, Membership, Team
 
@@ -57,6 +58,43 @@ def make_measurement(job: Job, value: float, **case: Any) -> Measurement:
         unit="TFLOP/s",
         value=value,
         better="higher",
+    )
+
+
+def make_environment(
+    gpu: str = "H200", vendor: str = "nvidia", arch: str = "sm_90", **software: Any
+) -> Environment:
+    """One machine and stack (CUDA 12.4 unless software says otherwise), via the real recorder."""
+    return record_environment(
+        {
+            "host": {"hostname": "node1"},
+            "gpus": [{"vendor": vendor, "model": gpu, "arch": arch}],
+            "software": {"cuda_version": "12.4", **software},
+        }
+    )
+
+
+def make_sampled_measurement(
+    job: Job,
+    value: float,
+    samples: list[float],
+    *,
+    metric: str = "throughput",
+    unit: str = "TFLOP/s",
+    better: str = "higher",
+    **case: Any,
+) -> Measurement:
+    """A GEMM measurement with its raw samples, on the job's environment (what compare reads)."""
+    return Measurement.objects.create(
+        job=job,
+        environment=job.environment,
+        benchmark="gemm",
+        case=case,
+        metric=metric,
+        unit=unit,
+        value=value,
+        samples=samples,
+        better=better,
     )
 
 

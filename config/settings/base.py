@@ -13,6 +13,7 @@ derived from earlier ones (the host's cores and memory).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import re
 import secrets
@@ -406,6 +407,11 @@ ROCPATH_CONTROL_QUEUE = (
 # Above the longest retry pause (60 s), whose message a worker holds until it is due.
 ROCPATH_DISPATCH_INTERVAL_S = env_int("ROCPATH_DISPATCH_INTERVAL_S", 10, minimum=1)
 ROCPATH_REDISPATCH_AFTER_S = env_int("ROCPATH_REDISPATCH_AFTER_S", 120, minimum=61)
+# Every ROCPATH_SCHEDULE_INTERVAL_S the beat fires the schedules that are due (a job may
+# start that much after its cron time); one due longer ago than ROCPATH_SCHEDULE_LATE_S
+# counts as stopped (nothing fires it: docs/schedules.md).
+ROCPATH_SCHEDULE_INTERVAL_S = env_int("ROCPATH_SCHEDULE_INTERVAL_S", 15, minimum=1)
+ROCPATH_SCHEDULE_LATE_S = env_int("ROCPATH_SCHEDULE_LATE_S", 300, minimum=60)
 _CONTROL = {"queue": ROCPATH_CONTROL_QUEUE}
 # The periodic tasks, each routed to the control queue (beat sends them there too).
 CELERY_BEAT_SCHEDULE = {
@@ -414,9 +420,55 @@ CELERY_BEAT_SCHEDULE = {
         ("reap-stuck-jobs", "jobs.reap_stuck_jobs", ROCPATH_REAPER_INTERVAL_S),
         ("reap-source-staging", "teams.reap_source_staging", ROCPATH_SOURCE_REAPER_INTERVAL_S),
         ("dispatch-jobs", "jobs.dispatch_jobs", ROCPATH_DISPATCH_INTERVAL_S),
+        ("fire-schedules", "jobs.fire_schedules", ROCPATH_SCHEDULE_INTERVAL_S),
     )
 }
 CELERY_TASK_ROUTES = {entry["task"]: _CONTROL for entry in CELERY_BEAT_SCHEDULE.values()}
+# --- alerts and metrics (results.alerts, results.metrics; docs/alerts.md, docs/metrics.md) ---
+# An enabled schedule whose next run is this far past due has stopped running (beat or its
+# control worker is down, or the schedule keeps failing to submit): one alert per stall.
+ROCPATH_SCHEDULE_STALL_S = env_int("ROCPATH_SCHEDULE_STALL_S", 900, minimum=60)
+ROCPATH_SCHEDULE_STALL_CHECK_S = env_int("ROCPATH_SCHEDULE_STALL_CHECK_S", 300, minimum=10)
+CELERY_BEAT_SCHEDULE["check-stalled-schedules"] = {
+    "task": "results.check_stalled_schedules",
+    "schedule": float(ROCPATH_SCHEDULE_STALL_CHECK_S),
+    "options": dict(_CONTROL),
+}
+CELERY_TASK_ROUTES["results.check_stalled_schedules"] = _CONTROL
+# A webhook or e-mail that fails for a passing reason is tried again after BASE, 2 BASE,
+# 4 BASE … s (at most MAX_S between tries), ROCPATH_ALERT_MAX_ATTEMPTS tries in all.
+ROCPATH_ALERT_MAX_ATTEMPTS = env_int("ROCPATH_ALERT_MAX_ATTEMPTS", 6, minimum=1, maximum=20)
+ROCPATH_ALERT_RETRY_BASE_S = env_int("ROCPATH_ALERT_RETRY_BASE_S", 30, minimum=1)
+ROCPATH_ALERT_RETRY_MAX_S = env_int("ROCPATH_ALERT_RETRY_MAX_S", 3600, minimum=1)
+ROCPATH_ALERT_TIMEOUT_S = env_int("ROCPATH_ALERT_TIMEOUT_S", 10, minimum=1, maximum=120)
+# Webhook hosts (names or networks) that may be called although they resolve to loopback,
+# private or other non-global addresses: an operator's receiver on an internal host.
+ROCPATH_WEBHOOK_HOST_ALLOW = env_list("ROCPATH_WEBHOOK_HOST_ALLOW", [])
+# /metrics: off (404) unless one of these is set; with both, a scrape needs both.
+ROCPATH_METRICS_TOKEN = env_str("ROCPATH_METRICS_TOKEN", "") or ""
+ROCPATH_METRICS_ALLOW = env_list("ROCPATH_METRICS_ALLOW", [])
+for _network in ROCPATH_METRICS_ALLOW:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(
+            f"ROCPATH_METRICS_ALLOW: {_network!r} is not an address or network ({_exc})"
+        ) from None
+# A worker counts as seen when one of its jobs beat (or started) this recently.
+ROCPATH_METRICS_WORKER_WINDOW_S = env_int("ROCPATH_METRICS_WORKER_WINDOW_S", 300, minimum=10)
+
+# --- e-mail (Django's mail backend; alerts are sent through it) -----------------
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1, maximum=65535)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "") or ""
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "") or ""
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "rocpath@localhost")
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both")
 # A task that loses its database (a restart, a dropped connection) is tried again after
 # 2, 4, 8 ... s, at most this many times, instead of leaving its job queued or running.
 ROCPATH_DB_RETRIES = env_int("ROCPATH_DB_RETRIES", 8, minimum=0)

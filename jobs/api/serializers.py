@@ -6,7 +6,9 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from jobs.models import Artifact, Environment, Job, JobEvent, Measurement
+from jobs.models import Artifact, Environment, Job, JobEvent, Measurement, Schedule
+from jobs.models.schedule import EDITABLE_FIELDS
+from jobs.services.schedules import local_time
 
 
 class EnvironmentSerializer(serializers.ModelSerializer):
@@ -161,3 +163,67 @@ class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
     created = serializers.DateTimeField()
     expires_at = serializers.DateTimeField()
+
+
+class ScheduleSerializer(serializers.ModelSerializer):
+    """A schedule as read; writes come through ScheduleWriteSerializer and save_schedule."""
+
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    created_by = serializers.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        help_text="whose access its jobs are submitted with: who saved it last",
+    )
+    next_run_local = serializers.SerializerMethodField(
+        help_text="next_run_at in the schedule's own time zone"
+    )
+    links = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Schedule
+        fields = [
+            "id",
+            *EDITABLE_FIELDS,
+            "next_run_at",
+            "next_run_local",
+            "last_run_at",
+            "last_job",
+            "last_error",
+            "consecutive_failures",
+            "created_by",
+            "created_at",
+            "links",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_next_run_local(self, schedule: Schedule) -> str | None:
+        moment = local_time(schedule, schedule.next_run_at)
+        return moment.isoformat() if moment else None
+
+    @extend_schema_field(serializers.DictField(child=serializers.CharField()))
+    def get_links(self, schedule: Schedule) -> dict[str, str]:
+        return {
+            "self": reverse("api:schedule-detail", args=[schedule.pk]),
+            "jobs": reverse("api:schedule-jobs", args=[schedule.pk]),
+            "page": reverse("portal:schedule-detail", args=[schedule.pk]),
+        }
+
+
+class ScheduleWriteSerializer(serializers.Serializer):
+    """What a schedule is made of; what is valid is jobs.services.schedules' to say."""
+
+    name = serializers.CharField(max_length=200)
+    team = serializers.SlugField(required=False, help_text="team slug; optional with one team")
+    project = serializers.IntegerField(required=False, allow_null=True)
+    kind = serializers.CharField(max_length=64)
+    params = serializers.DictField(required=False, default=dict)
+    hardware = serializers.DictField(required=False, default=dict)
+    timeout_s = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    cron = serializers.CharField(
+        max_length=200, help_text="five fields: minute hour day-of-month month day-of-week"
+    )
+    time_zone = serializers.CharField(
+        max_length=64, required=False, default="UTC", help_text="IANA name, e.g. Europe/Berlin"
+    )
+    enabled = serializers.BooleanField(required=False, default=True)

@@ -8,6 +8,7 @@ from jobs.api import views
 routes = [
     ("jobs", views.JobViewSet, "job"),
     ("environments", views.EnvironmentViewSet, "environment"),
+    ("schedules", views.ScheduleViewSet, "schedule"),
 ]
 urlpatterns = [
     path("kinds/", views.KindListView.as_view(), name="kinds"),

@@ -26,7 +26,13 @@ class Measurement(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["benchmark", "metric"], name="measurement_bench_metric")]
+        indexes = [
+            models.Index(fields=["benchmark", "metric"], name="measurement_bench_metric"),
+            # One case's history on one environment (results.compare.history).
+            models.Index(
+                fields=["environment", "benchmark", "metric", "case"], name="measurement_env_case"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.benchmark}/{self.metric} = {self.value} {self.unit}"

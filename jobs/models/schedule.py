@@ -11,6 +11,20 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+# What a person writes (page, API, admin); the rest is the beat's to keep.
+EDITABLE_FIELDS = (
+    "name",
+    "team",
+    "project",
+    "kind",
+    "params",
+    "hardware",
+    "timeout_s",
+    "cron",
+    "time_zone",
+    "enabled",
+)
+
 
 class Schedule(models.Model):
     name = models.CharField(max_length=200)
@@ -35,6 +49,9 @@ class Schedule(models.Model):
         "jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     last_error = models.TextField(blank=True)
+    # Submissions refused in a row (0 after one that made a job): the schedule keeps firing
+    # whatever this says; alerts and the page read it (jobs.services.schedules).
+    consecutive_failures = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,

@@ -3,7 +3,8 @@
 submit (validate, create, enqueue) → cancel → run (claim, execute, stream events) →
 ingest (conclude: result.json, artifacts, the final status) → environments (the rows a
 result's fingerprint is kept in) → recovery (reap what is stuck) and dispatch (queue what
-the broker lost or never had); paths says where a job's files live. The public names
+the broker lost or never had); schedules (fire the due ones through submit); paths says
+where a job's files live. The public names
 are re-exported here, so that callers write ``services.submit_job(...)``. A test that
 replaces a name replaces it where it is looked up: in its module
 (``jobs.services.submit.enqueue``), not here.
@@ -16,10 +17,13 @@ from jobs.services.ingest import Gathered, conclude, gather, ingest_result
 from jobs.services.paths import artifact_dir, artifact_file, cache_dir_for, job_dir
 from jobs.services.recovery import reap_stuck_jobs, recover_worker_jobs, sweep_containers
 from jobs.services.run import DatabaseHooks, events_after, execute_job
+from jobs.services.schedules import fire_due_schedules, save_schedule, stopped_schedules
 from jobs.services.submit import (
     BROKER_DOWN_NOTE,
     RUN_TASK,
+    Submission,
     SubmissionError,
+    check_submission,
     enqueue,
     image_for,
     queue_for,
@@ -34,11 +38,13 @@ __all__ = [
     "RUN_TASK",
     "DatabaseHooks",
     "Gathered",
+    "Submission",
     "SubmissionError",
     "artifact_dir",
     "artifact_file",
     "cache_dir_for",
     "cancel_job",
+    "check_submission",
     "conclude",
     "dispatch_jobs",
     "enqueue",
@@ -46,6 +52,7 @@ __all__ = [
     "environment_identity",
     "events_after",
     "execute_job",
+    "fire_due_schedules",
     "gather",
     "image_for",
     "ingest_result",
@@ -56,6 +63,8 @@ __all__ = [
     "recover_worker_jobs",
     "rerun_job",
     "revoke",
+    "save_schedule",
+    "stopped_schedules",
     "submit_job",
     "sweep_containers",
     "validate_hardware",

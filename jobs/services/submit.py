@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from django.db import transaction
 from config.celery import queue_task
 from jobs import routing
 from jobs.choices import JobStatus, LaunchType
-from jobs.models import Job, TunedFile
+from jobs.models import Job, Schedule, TunedFile
 from jobs.param_caps import param_cap_errors
 from stack.kinds import KINDS, ParamsError, validate_params
 from stack.tune.registry import STALE
@@ -35,7 +36,22 @@ class SubmissionError(Exception):
         self.errors = errors
 
 
-def submit_job(
+@dataclass(frozen=True)
+class Submission:
+    """A submission that passed every check: what the job row is made of."""
+
+    kind: Any  # the kind's spec (stack.kinds)
+    team: Team
+    project: AdoptionProject | None
+    params: dict
+    source: SourceSnapshot | None
+    hardware: dict
+    timeout_s: int
+    image: str
+    tuned_file: TunedFile | None = None
+
+
+def check_submission(
     *,
     user: Any,
     kind: str,
@@ -44,13 +60,12 @@ def submit_job(
     project: AdoptionProject | None = None,
     hardware: dict | None = None,
     timeout_s: int | None = None,
-    launch_type: str = LaunchType.MANUAL,
-    rerun_of: Job | None = None,
     image: str = "",
     source: SourceSnapshot | None = None,
     tuned_file: TunedFile | None = None,
-) -> Job:
-    """Validate and create a job; it is queued once the surrounding transaction commits.
+) -> Submission:
+    """Every check submit_job makes, without making the job: a schedule is checked this way
+    when it is saved, and its job again when it fires (access or caps may have changed).
 
     ``tuned_file``: a registered tuned GEMM file the job runs with; refused when it is of
     another team or stale against the stack the team last ran that image on
@@ -111,22 +126,65 @@ def submit_job(
     if errors:
         raise SubmissionError(errors)
     assert spec is not None and team is not None
+    return Submission(
+        kind=spec,
+        team=team,
+        project=project,
+        params=clean_params,
+        source=source,
+        hardware=hardware or {},
+        timeout_s=min(timeout_s or spec.default_timeout_s, limit),
+        image=image or image_for(kind),
+        tuned_file=tuned_file,
+    )
 
+
+def submit_job(
+    *,
+    user: Any,
+    kind: str,
+    params: dict | None = None,
+    team: Team | None = None,
+    project: AdoptionProject | None = None,
+    hardware: dict | None = None,
+    timeout_s: int | None = None,
+    launch_type: str = LaunchType.MANUAL,
+    rerun_of: Job | None = None,
+    image: str = "",
+    source: SourceSnapshot | None = None,
+    schedule: Schedule | None = None,
+    tuned_file: TunedFile | None = None,
+) -> Job:
+    """Validate and create a job; it is queued once the surrounding transaction commits
+    (``tuned_file``: see check_submission)."""
+    checked = check_submission(
+        user=user,
+        kind=kind,
+        params=params,
+        team=team,
+        project=project,
+        hardware=hardware,
+        timeout_s=timeout_s,
+        image=image,
+        source=source,
+        tuned_file=tuned_file,
+    )
     with transaction.atomic():
         job = Job.objects.create(
             kind=kind,
-            params=clean_params,
-            team=team,
-            project=project,
+            params=checked.params,
+            team=checked.team,
+            project=checked.project,
             created_by=user if getattr(user, "is_authenticated", False) else None,
-            requested_hardware=hardware or {},
+            requested_hardware=checked.hardware,
             executor=settings.ROCPATH_EXECUTOR,
-            image=image or image_for(kind),
+            image=checked.image,
             launch_type=launch_type,
             rerun_of=rerun_of,
-            source=source,
-            timeout_s=min(timeout_s or spec.default_timeout_s, limit),
-            tuned_file=tuned_file,
+            schedule=schedule,
+            source=checked.source,
+            timeout_s=checked.timeout_s,
+            tuned_file=checked.tuned_file,
         )
         transaction.on_commit(lambda: enqueue(job))
     return job

@@ -9,7 +9,7 @@ kind gets the plain ``Presenter``: no partial, no charts, no project step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.utils.safestring import SafeString
 
@@ -35,7 +35,8 @@ class Presenter:
     """How the pages show jobs of one kind; the defaults show nothing special.
 
     ``partial``: a template included in the job page (its context is the page's:
-    ``job``, ``measurements``, …); ``step``: the project page's button for the kind.
+    ``job``, ``measurements``, …, and what ``context`` adds); ``step``: the project
+    page's button for the kind.
     A kind that draws charts subclasses this and overrides ``charts``.
     """
 
@@ -59,8 +60,8 @@ class Presenter:
         """The charts the job page draws from the job's results."""
         return []
 
-    def context(self, job: Job) -> dict:
-        """What the kind's partial needs beyond the page's context (``kind_context``)."""
+    def context(self, job: Job) -> dict[str, Any]:
+        """What the kind's partial reads beyond the page's own context (judged from the job)."""
         return {}
 
     def step_label(self, project: AdoptionProject) -> str:

@@ -3,6 +3,8 @@ candidate), and the registered tuned file with whether it still fits the team's 
 
 from __future__ import annotations
 
+from typing import Any
+
 from jobs.models import Job, TunedFile
 from jobs.services.tuned_files import freshness, target_environment
 from portal.kinds.base import Presenter
@@ -14,16 +16,16 @@ class TunePresenter(Presenter):
 
     partial = "portal/kinds/tune_gemm.html"
 
-    def context(self, job: Job) -> dict:
+    def context(self, job: Job) -> dict[str, Any]:
         """The registered file and how it stands against the team's latest stack."""
         tuned = TunedFile.objects.filter(job=job).first()
         if tuned is None:
-            return {"tuned": None}
+            return {"tuned_entry": None}
         environment = target_environment(job.team_id, job.image)
         return {
-            "tuned": tuned,
-            "freshness": freshness(tuned, environment.data if environment else None),
-            "checked_against": environment,
+            "tuned_entry": tuned,
+            "tuned_freshness": freshness(tuned, environment.data if environment else None),
+            "tuned_checked_against": environment,
         }
 
 

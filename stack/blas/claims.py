@@ -10,10 +10,17 @@ ratio, the ratio of the vendor's peaks, and the measured one. Memory ratios
 use the peak memory allocated during one call where the device reports it
 (GPU), else the operand bytes; INT8 and FP8 keep a 32-bit / 16-bit output,
 which is why their memory ratio is not the bit-width ratio.
+
+A speed ratio is only as good as the two timings behind it: where either case
+was flagged high-CV (its samples spread more than ``cv_warn``), the check says
+"too noisy to conclude" and names the cases, instead of "better / worse than
+quoted" (a 17x "better than quoted" from two noisy cases says nothing). Memory
+ratios are not timed, so noise leaves them alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from stack.blas.results import OK, CaseResult
@@ -34,6 +41,10 @@ CLAIMS: tuple[tuple[str, str, str, str, str, float], ...] = (
     ("fp8_vs_bf16_speed", "FP8 is about 2x as fast as BF16", "fp8", "bf16", "speed", 2.0),
     ("fp8_vs_bf16_memory", "FP8 needs half the memory of BF16", "fp8", "bf16", "memory", 0.5),
 )
+
+
+TOO_NOISY = "too noisy to conclude"
+_KINDS = {claim_id: (top, bottom, kind) for claim_id, _, top, bottom, kind, _ in CLAIMS}
 
 
 def _verdict(measured: float, quoted: float, kind: str) -> str:
@@ -121,3 +132,53 @@ def claims_check(
                 row["verdict"] = _verdict(measured, quoted, kind)
             rows.append(row)
     return rows
+
+
+def _case_key(row: dict[str, Any]) -> tuple[str, str, int, str] | None:
+    try:
+        if not (int(row["m"]) == int(row["n"]) == int(row["k"])) or int(row.get("batch", 1)) != 1:
+            return None
+        layout = f"{row.get('transa', '')}{row.get('transb', '')}"
+        return str(row["backend"]), str(row["precision"]), int(row["m"]), layout
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def judge_noise(
+    claim_rows: list[dict[str, Any]], gemm_rows: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The claims again, a speed verdict replaced by TOO_NOISY where a case behind it is
+    flagged high-CV in the GEMM summary table (rows as records.summary_row makes them).
+
+    Works on stored summaries, so a job's page judges jobs stored before this check too;
+    a claim without its layouts (older summaries) is judged on every layout of its size.
+    """
+    flagged: dict[tuple[str, str, int], list[tuple[str, float | None]]] = {}
+    for row in gemm_rows:
+        key = _case_key(row) if isinstance(row, dict) else None
+        if key is not None and row.get("high_cv"):
+            flagged.setdefault(key[:3], []).append((key[3], row.get("cv_pct")))
+    judged = []
+    for claim in claim_rows:
+        claim = dict(claim)
+        top, bottom, kind = _KINDS.get(claim.get("claim", ""), (None, None, None))
+        if top is None:  # an older summary without ids: the precisions from its text
+            words = str(claim.get("text", "")).lower().split()
+            speed = [(t, b) for _, text, t, b, k, _ in CLAIMS if k == "speed" and
+                     text.lower().split() == words]  # fmt: skip
+            top, bottom, kind = (*speed[0], "speed") if speed else (None, None, None)
+        if claim.get("verdict"):
+            claim["noise_checked"] = True
+        if kind == "speed" and claim.get("verdict") and claim.get("size"):
+            layouts = claim.get("layouts") or {}
+            noisy = [
+                f"{precision.upper()} {claim['size']} {layout}: CV {cv} %"
+                for precision in (top, bottom)
+                for layout, cv in flagged.get((claim.get("backend"), precision, claim["size"]), [])
+                if layout == layouts.get(precision, layout)
+            ]
+            if noisy:
+                claim["verdict"] = TOO_NOISY
+                claim["noisy"] = noisy
+        judged.append(claim)
+    return judged

@@ -254,7 +254,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         "tables": tables,
         "unsupported": unsupported,
         "skipped": skipped,
-        "claims": claims.claims_check(results, peaks_by_backend),
+        "claims": claims.judge_noise(
+            claims.claims_check(results, peaks_by_backend), tables.get("gemm", [])
+        ),
         "flags": flags,
         "environment_error": env_error,
     }

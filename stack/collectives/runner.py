@@ -190,7 +190,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     except RuntimeError as exc:
         return RunResult(status=ERRORED, error=f"the ranks did not finish: {exc}")
     topo = _topology(ctx) if backend == "nccl" else {"tool": None, "links": {}}
-    link = topology.peak_for(platform.get("name")) if backend == "nccl" else None
+    link = topology.peak_for(platform.get("name")) if backend == "nccl" and ranks > 1 else None
     measurements: list[Measurement] = []
     table: list[dict[str, Any]] = []
     wrong, unsupported = [], {}
@@ -211,6 +211,26 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             "backend": backend,
         }
         bus = [busbw_gbps(op, ranks, size, s) for s in seconds]
+        if ranks < 2:
+            # One rank moves nothing across a link: NCCL short-circuits or copies locally,
+            # so a "bandwidth" would be a memory copy's (or infinite); only time is kept.
+            measurements.append(
+                Measurement(
+                    BENCHMARK, "time", "us", median * 1e6, [s * 1e6 for s in seconds], case, "lower"
+                )
+            )
+            table.append(
+                {
+                    "op": op,
+                    "bytes": size,
+                    "time_us": round(median * 1e6, 3),
+                    "wrong": row["wrong"],
+                    "samples": len(seconds),
+                }
+            )
+            if row["wrong"]:
+                wrong.append(f"{op} {size} B: {row['wrong']} wrong elements")
+            continue
         measurements += [
             Measurement(
                 BENCHMARK, "time", "us", median * 1e6, [s * 1e6 for s in seconds], case, "lower"
@@ -248,6 +268,12 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             wrong.append(f"{op} {size} B: {row['wrong']} wrong elements")
     tools = _tool_runs(ctx, params, ranks) if backend == "nccl" and params["tools"] else {}
     summary = {
+        "note": (
+            "one rank: no link is measured (collectives of one rank are local copies or "
+            "no-ops); only times and correctness are kept"
+            if ranks < 2
+            else None
+        ),
         "backend": backend,
         "ranks": ranks,
         "why": why,

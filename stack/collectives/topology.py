@@ -33,8 +33,16 @@ def peak_for(gpu_name: str | None) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def parse_nvidia_topo(text: str) -> dict[str, Any]:
-    """GPU-to-GPU link cells of ``nvidia-smi topo -m`` (CPU/NIC columns left out)."""
+    """GPU-to-GPU link cells of ``nvidia-smi topo -m`` (CPU/NIC columns left out).
+
+    nvidia-smi underlines the header with ANSI escapes even into a pipe (seen on the
+    lent H200, driver of CUDA 13): they are stripped first.
+    """
+    text = _ANSI.sub("", text)
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     header = next((line.split() for line in lines if re.match(r"^\s*GPU0\b", line)), None)
     if not header:

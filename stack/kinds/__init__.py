@@ -54,6 +54,8 @@ KINDS: dict[str, Kind] = {module.KIND.name: module.KIND for module in _MODULES}
 
 for _kind in KINDS.values():
     register_install_hints(_kind.install_hints)
+if sum(kind.submit_default for kind in KINDS.values()) > 1:
+    raise ValueError("at most one kind is the submit form's default (Kind.submit_default)")
 
 __all__ = [
     "KINDS",

@@ -115,8 +115,11 @@ class Kind:
     (where each external tool it drives comes from, for ToolMissing messages),
     ``param_caps`` (parameter -> the Cap it may not exceed on this installation) and
     ``project_defaults`` (parameter -> the ProjectFact it defaults to when the job is
-    for a project and does not name it) and ``roadmap_tasks`` (the RoadmapTask names it
-    serves).
+    for a project and does not name it), ``roadmap_tasks`` (the RoadmapTask names it
+    serves), ``example_params`` (a small first run the
+    submit form and the API docs offer, when the defaults are a long one) and
+    ``submit_default`` (the kind the submit form starts on: at most one kind, quick and
+    harmless on any machine).
     """
 
     name: str
@@ -136,6 +139,8 @@ class Kind:
     project_defaults: Mapping[str, str] = field(default_factory=dict, hash=False)
     # The RoadmapTask names whose work a job of this kind does.
     roadmap_tasks: tuple[str, ...] = ()
+    example_params: Mapping[str, Any] | None = field(default=None, hash=False)
+    submit_default: bool = False
 
     def __post_init__(self) -> None:
         if any(phase not in (1, 2, 3, 4) for phase in self.phases):
@@ -208,6 +213,7 @@ class Kind:
             "params_schema": self.params_schema,
             "default_timeout_s": self.default_timeout_s,
             "defaults": self.defaults(),
+            "example_params": dict(self.example_params) if self.example_params else None,
         }
 
 

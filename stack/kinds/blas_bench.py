@@ -27,6 +27,13 @@ KIND = Kind(
         "and the BF16/INT8/FP8 ratios people quote next to the measured ones."
     ),
     params_schema=BLAS_BENCH_PARAMS,
+    # The defaults are the full sweep (7 precisions to 8192, an hour on a CPU): a first
+    # run is two precisions of three sizes, a minute or so anywhere.
+    example_params={
+        "families": ["gemm"],
+        "precisions": ["fp32", "bf16"],
+        "sizes": [512, 1024, 2048],
+    },
     default_timeout_s=3600,
     runner="stack.kinds.blas_bench:run",
     needs_gpu=True,

@@ -17,6 +17,9 @@ KIND = Kind(
         "rocm-smi, rocminfo, nvidia-smi and PyTorch, whichever are present) and the "
         "ROCm / CUDA / driver versions. Each tool's raw output is kept as an artifact."
     ),
+    # What a new user wants first (which GPUs, which ROCm / CUDA), done in seconds on any
+    # machine with {} as its parameters: the submit form starts here.
+    submit_default=True,
     params_schema={
         "type": "object",
         "properties": {

@@ -6,7 +6,7 @@ Scoped to the caller's teams through teams.access; another team's objects answer
 from __future__ import annotations
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from teams.access import can_write, projects_for, teams_for, writable_team_ids
+from teams.api import examples as ex
 from teams.api.parsers import BoundedJSONParser
 from teams.api.serializers import (
     ProjectCreateSerializer,
@@ -27,13 +28,34 @@ from teams.models import AdoptionProject, Team
 from teams.sources import SourceError, add_git, add_upload
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List projects",
+        description="Your teams' adoption projects: codebases being ported to ROCm.",
+        examples=[ex.PROJECTS],
+    ),
+    retrieve=extend_schema(
+        summary="Read one project",
+        description="One project of your teams; another team's answers 404.",
+        examples=[ex.PROJECT_EXAMPLE],
+    ),
+)
 class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = ProjectSerializer
 
     def get_queryset(self):
         return projects_for(self.request.user)
 
-    @extend_schema(request=ProjectCreateSerializer, responses={201: ProjectSerializer})
+    @extend_schema(
+        summary="Create a project",
+        description=(
+            "A project in a team you can write to: a codebase, where it runs today and the "
+            "GPUs it should run on. The name is unique within the team (400 otherwise)."
+        ),
+        request=ProjectCreateSerializer,
+        responses={201: ProjectSerializer},
+        examples=[ex.PROJECT_CREATE, ex.PROJECT_EXAMPLE],
+    )
     def create(self, request: Request) -> Response:
         form = ProjectCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -49,7 +71,25 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         location = reverse("api:project-detail", args=[project.pk])
         return Response(ProjectSerializer(project).data, status=201, headers={"Location": location})
 
-    @extend_schema(request=SourceCreateSerializer, responses={201: SourceSerializer})
+    @extend_schema(
+        methods=["GET"],
+        summary="List a project's sources",
+        description="The project's code snapshots, newest first, with their status.",
+        responses=SourceSerializer(many=True),
+        examples=[ex.SOURCES],
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Add a source to a project",
+        description=(
+            "Upload an archive (multipart, checked for links and paths out of the tree "
+            "before it is kept) or name a git URL; a worker extracts or clones it, and the "
+            "snapshot is ready when its status says so. Viewers get 403."
+        ),
+        request=SourceCreateSerializer,
+        responses={201: SourceSerializer},
+        examples=[ex.SOURCE_CREATE, ex.SOURCE_EXAMPLE],
+    )
     @action(
         detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, BoundedJSONParser]
     )
@@ -75,6 +115,18 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(SourceSerializer(snapshot).data, status=201)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List your teams",
+        description="The teams you belong to; jobs and projects are scoped to them.",
+        examples=[ex.TEAMS],
+    ),
+    retrieve=extend_schema(
+        summary="Read one team",
+        description="One of your teams; another team answers 404.",
+        examples=[ex.TEAM_EXAMPLE],
+    ),
+)
 class TeamViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = TeamSerializer
 

@@ -135,3 +135,29 @@ def test_every_criterion_has_a_rationale_and_says_what_it_reads():
     for c in criteria.CRITERIA:
         assert c.rationale and c.reads and c.title
     assert {c.phase for c in criteria.CRITERIA} == {1, 2, 3, 4}
+
+
+def test_an_alert_channel_passes_once_an_alert_was_delivered(project):
+    from results.alert_models import Alert, AlertSettings, Delivery, DeliveryStatus
+
+    assert verdict("alert_channel_tested", project).status == FAILED
+    AlertSettings.objects.create(project=project, emails=["ops@example.org"])
+    v = verdict("alert_channel_tested", project)
+    assert v.status == FAILED and "send a test" in v.detail
+    alert = Alert.objects.create(project=project, event="test")
+    Delivery.objects.create(
+        alert=alert,
+        channel="email",
+        target="ops@example.org",
+        status=DeliveryStatus.DELIVERED,
+        delivered_at=timezone.now(),
+    )
+    assert verdict("alert_channel_tested", project).status == PASSED
+
+
+def test_metrics_pass_once_a_scrape_succeeded(project, settings, client):
+    assert verdict("metrics_scraped", project).status == FAILED
+    settings.ROCPATH_METRICS_TOKEN = "scrape-token-for-tests"
+    response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-for-tests")
+    assert response.status_code == 200
+    assert verdict("metrics_scraped", project).status == PASSED

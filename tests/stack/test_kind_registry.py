@@ -128,6 +128,7 @@ def test_kinds_as_json_lists_every_kind_with_schema_and_defaults():
         "params_schema",
         "default_timeout_s",
         "defaults",
+        "example_params",
     }
     assert noop["defaults"]["steps"] == 1
 

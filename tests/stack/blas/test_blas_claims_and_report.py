@@ -175,3 +175,32 @@ def test_crosscheck_comparison_of_interleaved_rounds(tmp_path):
     assert copy["within_3pct"] and copy["runner"]["rate"] == pytest.approx(
         2 * 2**28 * 4 / 0.5e-3 / 1e9
     )
+
+
+def _rows(results):
+    from stack.blas.records import summary_row
+
+    return [summary_row(r, 0.02) for r in results]
+
+
+def test_a_speed_claim_on_a_high_cv_case_is_too_noisy_to_conclude():
+    noisy = gemm("bf16", 8192, 1.6)
+    noisy.timing = Timing([1.6, 2.4, 1.5, 1.9], 1, 3, "budget", 0.0, 1.0)  # CV ~ 20 %
+    results = [gemm("fp32", 8192, 16.0), noisy]
+    rows = claims.judge_noise(claims.claims_check(results, {"torch": H200}), _rows(results))
+    by_id = {row["claim"]: row for row in rows}
+    speed = by_id["bf16_vs_fp32_speed"]
+    assert speed["verdict"] == claims.TOO_NOISY and speed["measured"] is not None
+    assert len(speed["noisy"]) == 1 and speed["noisy"][0].startswith("BF16 8192 NN: CV ")
+    # memory is not timed: the noise of the timing leaves its verdict alone
+    assert by_id["bf16_vs_fp32_memory"]["verdict"] == "holds"
+
+
+def test_steady_cases_keep_their_verdict_and_another_layouts_noise_does_not_count():
+    shaky = gemm("bf16", 8192, 1.6, trans="TT")
+    shaky.timing = Timing([3.0, 4.4, 2.9], 1, 3, "budget", 0.0, 1.0)  # slow and noisy
+    results = [gemm("fp32", 8192, 16.0), gemm("bf16", 8192, 1.6), shaky]
+    rows = claims.judge_noise(claims.claims_check(results, {"torch": H200}), _rows(results))
+    speed = next(r for r in rows if r["claim"] == "bf16_vs_fp32_speed")
+    assert speed["layouts"]["bf16"] == "NN"  # the fastest layout, which was steady
+    assert speed["verdict"] == "better than quoted" and "noisy" not in speed

@@ -139,3 +139,38 @@ def test_real_collectives_on_the_cpu_are_correct_and_measured(tmp_path, ranks):
     assert row["value"] == pytest.approx(
         busbw_gbps("all_reduce", ranks, row["case"]["bytes"], time_us["value"] / 1e6), rel=1e-6
     )
+
+
+def test_the_real_h200_topology_output_with_its_ansi_underline_is_read():
+    """Captured on the lent H200: nvidia-smi underlines the header even into a pipe."""
+    text = (FIXTURES / "nvidia-smi-topo-1xH200-real.txt").read_text()
+    assert "\x1b[4m" in text
+    assert topology.parse_nvidia_topo(text) == {"links": {}, "gpus": 1}
+    two = "\t\x1b[4mGPU0\tGPU1\tCPU Affinity\x1b[0m\nGPU0\t X \tNV18\t0-15\nGPU1\tNV18\t X \t0-15\n"
+    assert topology.parse_nvidia_topo(two) == {"links": {"GPU0-GPU1": "NV18"}, "gpus": 2}
+
+
+@needs_torch
+def test_one_rank_keeps_times_but_claims_no_bandwidth(tmp_path):
+    params = {
+        "ranks": 1,
+        "max_bytes": 1024,
+        "iters": 2,
+        "repeats": 2,
+        "warmup": 1,
+        "backend": "gloo",
+    }
+    (tmp_path / "p.json").write_text(json.dumps(params))
+    argv = [
+        "run",
+        "collective-bench",
+        "--params",
+        str(tmp_path / "p.json"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    run_stack(argv, timeout=600)
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert result["status"] == "succeeded", result["error"]
+    assert {m["metric"] for m in result["measurements"]} == {"time"}
+    assert "no link is measured" in result["summary"]["note"]
