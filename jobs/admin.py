@@ -3,7 +3,16 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
-from jobs.models import Artifact, Environment, GpuLease, Job, JobEvent, Measurement, Schedule
+from jobs.models import (
+    Artifact,
+    Environment,
+    GpuLease,
+    Job,
+    JobEvent,
+    Measurement,
+    Schedule,
+    TunedFile,
+)
 from jobs.models.schedule import EDITABLE_FIELDS
 from jobs.services.schedules import check_schedule, plan
 from jobs.services.submit import SubmissionError
@@ -166,3 +175,23 @@ class ScheduleAdmin(admin.ModelAdmin):
     def save_model(self, request: Any, obj: Schedule, form: Any, change: bool) -> None:
         plan(obj)
         super().save_model(request, obj, form, change)
+
+
+@admin.register(TunedFile)
+class TunedFileAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "team",
+        "method",
+        "gpu_arch",
+        "torch_version",
+        "rocm_version",
+        "created_at",
+    ]
+    list_filter = ["method", "gpu_arch", "team"]
+    # A registered file is what a job tuned: never edited, only read (or deleted).
+    readonly_fields = [
+        "team", "project", "job", "method", "backend", "gpu_arch", "gpu_name", "torch_version",
+        "rocm_version", "hipblaslt_version", "rocblas_version", "validators", "entries",
+        "content", "sha256", "created_at",
+    ]  # fmt: skip

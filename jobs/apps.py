@@ -6,4 +6,4 @@ class JobsConfig(AppConfig):
     verbose_name = "Jobs"
 
     def ready(self) -> None:
-        from jobs import signals  # noqa: F401  (connects the Celery worker hooks)
+        from jobs import receivers, signals  # noqa: F401  (connect the signal receivers)

@@ -1,6 +1,7 @@
 from django.urls import path, re_path
 
 from portal import alerts, roadmap, schedules, views
+from portal.kinds import profile as profile_pages
 
 app_name = "portal"
 
@@ -24,6 +25,8 @@ urlpatterns = [
         name="job-acknowledge-regressions",
     ),
     path("baselines/<int:pk>/unpin/", views.baseline_unpin, name="baseline-unpin"),
+    path("jobs/<int:pk>/replay-shapes/", profile_pages.replay_shapes, name="profile-replay"),
+    path("jobs/<int:pk>/profile-diff/", profile_pages.profile_diff, name="profile-diff"),
     path(
         "jobs/<int:pk>/artifacts/<int:artifact_pk>/",
         views.artifact_download,

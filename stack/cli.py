@@ -2,6 +2,8 @@
 
     python -m stack run KIND [--params FILE] --out DIR [--work DIR]
     python -m stack kinds
+    python -m stack diff BASELINE.json CURRENT.json [--profiler NAME]
+    python -m stack shapes FILE [--backend NAME]
 
 Arguments are parsed by hand rather than with argparse: this runs once per
 job and the orchestrator wants many jobs a second, so start-up cost matters.
@@ -39,12 +41,19 @@ from stack.runtime import (
 USAGE = """\
 usage: python -m stack run KIND [--params FILE] --out DIR [--work DIR]
        python -m stack kinds
+       python -m stack diff BASELINE.json CURRENT.json [--profiler NAME]
+       python -m stack shapes FILE [--backend NAME]
 
 run    run one job of KIND; events on stdout, OUT/result.json at the end
        --params FILE  JSON object of parameters (default: {}; defaults filled in)
        --out DIR      where result.json and artifacts go (created if missing)
        --work DIR     the job's inputs, read-only (default: the folder of --params)
 kinds  list the registered kinds as JSON
+diff   two profile results (result.json of profile jobs) kernel by kernel, as JSON
+       (docs/profiling.md); --profiler picks one both ran (default: torch, ncu, rocprofv3)
+shapes the GEMM shapes in FILE (a profile's result.json or trace.json, a ROCBLAS_LAYER=2 or
+       HIPBLASLT_LOG_MASK=32 log, a TunableOp file) and the blas-bench params replaying
+       them, as JSON; --backend torch (default), rocblas-bench or hipblaslt-bench
 
 exit status: 0 succeeded, 1 failed, 2 usage error (no result.json), 3 errored
 """
@@ -88,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 work = Path.cwd()
             return run_with_private_stdout(kind, params, out, work)
+        if command in ("diff", "shapes"):
+            return _analyse(command, rest)
         raise UsageError(f"unknown command {command!r}")
     except UsageError as exc:
         sys.stderr.write(f"stack: error: {exc}\n\n{USAGE}")
@@ -98,6 +109,53 @@ def main(argv: list[str] | None = None) -> int:
 
         traceback.print_exc()
         return EXIT_ERRORED
+
+
+def _analyse(command: str, args: list[str]) -> int:
+    """``diff`` and ``shapes``: read files, print JSON; a file that is not what they read
+    is a usage error (exit 2) naming the file."""
+    options: dict[str, str] = {}
+    files: list[str] = []
+    allowed = {"diff": ("profiler",), "shapes": ("backend",)}[command]
+    i = 0
+    while i < len(args):
+        if args[i].startswith("--"):
+            name = args[i][2:]
+            if name not in allowed or i + 1 >= len(args):
+                raise UsageError(f"{command}: unknown option or no value: {args[i]}")
+            options[name] = args[i + 1]
+            i += 2
+        else:
+            files.append(args[i])
+            i += 1
+    wanted = 2 if command == "diff" else 1
+    if len(files) != wanted:
+        raise UsageError(f"{command} needs {wanted} file(s)")
+    texts = []
+    for name in files:
+        try:
+            texts.append(Path(name).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise UsageError(f"{command}: cannot read {name}: {exc}") from None
+    if command == "diff":
+        from stack.profile.diff import DiffError, diff_profiles
+
+        try:
+            documents = [json.loads(t) for t in texts]
+            found = diff_profiles(*documents, profiler=options.get("profiler")).as_dict()
+        except (ValueError, DiffError) as exc:
+            raise UsageError(f"diff: {exc}") from None
+    else:
+        from stack.tune.shapes import ShapesError, count_shapes, replay_params, shapes_gemms
+
+        try:
+            gemms = shapes_gemms(texts[0])
+        except ShapesError as exc:
+            raise UsageError(f"shapes: {files[0]}: {exc}") from None
+        plan = replay_params(gemms, backend=options.get("backend", "torch"))
+        found = {"shapes": count_shapes(gemms), "replay": plan.as_dict()}
+    sys.stdout.write(json.dumps(found, indent=1) + "\n")
+    return EXIT_OK
 
 
 def _parse_run_args(args: list[str]) -> dict[str, Any]:
@@ -206,6 +264,28 @@ def _errored(kind: str, started_at: str, error: str) -> dict[str, Any]:
     return build_result(kind, RunResult(status=ERRORED, error=error), started_at, utc_now_iso())
 
 
+def _apply_tuned_file(work: Path, emit: Emitter) -> dict[str, Any] | None:
+    """A registered tuned GEMM file in the job's inputs, applied only if it fits this stack
+    (stack.tune.apply); the job's log says which."""
+    from stack.tune import registry
+
+    if not (work / registry.INPUT_FOLDER).is_dir():
+        return None
+    from stack.tune.apply import apply_from_work
+
+    report = apply_from_work(work)
+    if report is not None:
+        if report["applied"]:
+            emit.log("TunableOp: running with the registered tuned file (validators match)")
+        else:
+            emit.log(
+                "TunableOp: the registered tuned file is NOT applied: "
+                + "; ".join(report["reasons"]),
+                level="warning",
+            )
+    return report
+
+
 def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emitter) -> int:
     """Run one job in this process and write OUT/result.json; return the exit status.
 
@@ -220,10 +300,14 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (an in-process caller): no handler
         previous = None
+    saved_env = dict(os.environ)
     try:
+        tuned = _apply_tuned_file(work, emit)
         result = kind.load_runner()(params, ctx)
         if not isinstance(result, RunResult):
             raise TypeError(f"runner returned {type(result).__name__}, not RunResult")
+        if tuned is not None:
+            result.summary.setdefault("tuned_file_used", tuned)
         document = build_result(kind.name, result, started_at, utc_now_iso(), out)
     except BaseException as exc:  # the job must end with a result, whatever happened
         import traceback
@@ -233,6 +317,9 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if os.environ != saved_env:  # an in-process caller gets its environment back
+            os.environ.clear()
+            os.environ.update(saved_env)
 
     try:
         write_result(out, document)

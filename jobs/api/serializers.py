@@ -49,6 +49,7 @@ class JobSerializer(serializers.ModelSerializer):
             "team",
             "project",
             "source",
+            "tuned_file",
             "created_by",
             "status",
             "launch_type",
@@ -101,6 +102,9 @@ class JobSubmitSerializer(serializers.Serializer):
     )
     source = serializers.IntegerField(
         required=False, help_text="source snapshot id (default: the project's newest)"
+    )
+    tuned_file = serializers.IntegerField(
+        required=False, help_text="a registered tuned GEMM file of the team to run with"
     )
 
 

@@ -39,7 +39,7 @@ from jobs.api.serializers import (
     TokenSerializer,
 )
 from jobs.choices import JobStatus, LaunchType
-from jobs.models import Artifact, Environment, IllegalTransition, Job, Schedule
+from jobs.models import Artifact, Environment, IllegalTransition, Job, Schedule, TunedFile
 from jobs.models.schedule import EDITABLE_FIELDS
 from stack.kinds import KINDS
 from stack.kinds.probe import KIND as PROBE
@@ -138,6 +138,13 @@ class JobViewSet(
             ).first()
             if source is None:
                 errors["source"] = [f"No source {data['source']} among your projects'."]
+        tuned_file = None
+        if data.get("tuned_file") is not None:
+            tuned_file = TunedFile.objects.filter(
+                pk=data["tuned_file"], team__in=teams_for(request.user)
+            ).first()
+            if tuned_file is None:
+                errors["tuned_file"] = [f"No tuned file {data['tuned_file']} among your teams'."]
         if errors:
             raise ValidationError(errors)
         try:
@@ -152,6 +159,7 @@ class JobViewSet(
                 launch_type=LaunchType.API,
                 image=data.get("image", ""),
                 source=source,
+                tuned_file=tuned_file,
             )
         except services.SubmissionError as exc:
             raise ValidationError(exc.errors) from exc

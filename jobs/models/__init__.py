@@ -7,6 +7,7 @@ from jobs.models.gpu_lease import GpuLease
 from jobs.models.job import IllegalTransition, Job
 from jobs.models.measurement import Measurement
 from jobs.models.schedule import Schedule
+from jobs.models.tuned_file import TunedFile
 
 __all__ = [
     "Artifact",
@@ -17,4 +18,5 @@ __all__ = [
     "JobEvent",
     "Measurement",
     "Schedule",
+    "TunedFile",
 ]

@@ -93,6 +93,14 @@ class Job(models.Model):
         "jobs.Environment", on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs"
     )
     summary = models.JSONField(default=dict, blank=True)
+    tuned_file = models.ForeignKey(
+        "jobs.TunedFile",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="used_by",
+        help_text="a registered tuned GEMM file the job runs with (its env vars set)",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -23,7 +23,9 @@ from jobs.models import Job, JobEvent
 from jobs.services.ingest import DATABASE_ERRORS, conclude
 from jobs.services.paths import cache_dir_for, job_dir
 from jobs.services.submit import enqueue
+from jobs.services.tuned_files import write_input
 from jobs.storage import DiskFull, is_full
+from stack.tune.registry import INPUT_FOLDER as TUNED_INPUT
 from teams.sources import tree_of
 
 logger = logging.getLogger(__name__)
@@ -207,6 +209,8 @@ def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = 
         if folder.exists():  # a leftover from an earlier attempt must not leak into this one
             shutil.rmtree(folder)
         folder.mkdir(parents=True)  # the executor makes out/ and work/ in prepare()
+        if job.tuned_file_id:  # a registered tuned GEMM file: WORK/tunableop in the job
+            spec.inputs[TUNED_INPUT] = write_input(job.tuned_file, folder / "tuned-input")
         spec.params_file.write_text(json.dumps(job.params))
         held = hold_gpus(job, spec, hooks, worker_inventory)
         if held is None:

@@ -18,9 +18,10 @@ from django.db import transaction
 from config.celery import queue_task
 from jobs import routing
 from jobs.choices import JobStatus, LaunchType
-from jobs.models import Job, Schedule
+from jobs.models import Job, Schedule, TunedFile
 from jobs.param_caps import param_cap_errors
 from stack.kinds import KINDS, ParamsError, validate_params
+from stack.tune.registry import STALE
 from teams.access import writable_team_ids
 from teams.facts import with_project_defaults
 from teams.models import AdoptionProject, SourceSnapshot, Team
@@ -47,6 +48,7 @@ class Submission:
     hardware: dict
     timeout_s: int
     image: str
+    tuned_file: TunedFile | None = None
 
 
 def check_submission(
@@ -60,9 +62,15 @@ def check_submission(
     timeout_s: int | None = None,
     image: str = "",
     source: SourceSnapshot | None = None,
+    tuned_file: TunedFile | None = None,
 ) -> Submission:
     """Every check submit_job makes, without making the job: a schedule is checked this way
-    when it is saved, and its job again when it fires (access or caps may have changed)."""
+    when it is saved, and its job again when it fires (access or caps may have changed).
+
+    ``tuned_file``: a registered tuned GEMM file the job runs with; refused when it is of
+    another team or stale against the stack the team last ran that image on
+    (jobs.services.tuned_files).
+    """
     errors: dict[str, list[str]] = {}
     writable = writable_team_ids(user) if user is not None else None
     if project is None and source is not None:
@@ -108,6 +116,13 @@ def check_submission(
         errors["image"] = [
             f"Images must start with one of: {', '.join(settings.ROCPATH_IMAGE_ALLOW)}."
         ]
+    problem = (
+        _tuned_file_problem(tuned_file, team, image or image_for(kind))
+        if tuned_file is not None and team is not None and spec is not None
+        else None
+    )
+    if problem:
+        errors["tuned_file"] = [problem]
     if errors:
         raise SubmissionError(errors)
     assert spec is not None and team is not None
@@ -120,6 +135,7 @@ def check_submission(
         hardware=hardware or {},
         timeout_s=min(timeout_s or spec.default_timeout_s, limit),
         image=image or image_for(kind),
+        tuned_file=tuned_file,
     )
 
 
@@ -137,8 +153,10 @@ def submit_job(
     image: str = "",
     source: SourceSnapshot | None = None,
     schedule: Schedule | None = None,
+    tuned_file: TunedFile | None = None,
 ) -> Job:
-    """Validate and create a job; it is queued once the surrounding transaction commits."""
+    """Validate and create a job; it is queued once the surrounding transaction commits
+    (``tuned_file``: see check_submission)."""
     checked = check_submission(
         user=user,
         kind=kind,
@@ -149,6 +167,7 @@ def submit_job(
         timeout_s=timeout_s,
         image=image,
         source=source,
+        tuned_file=tuned_file,
     )
     with transaction.atomic():
         job = Job.objects.create(
@@ -165,6 +184,7 @@ def submit_job(
             schedule=schedule,
             source=checked.source,
             timeout_s=checked.timeout_s,
+            tuned_file=checked.tuned_file,
         )
         transaction.on_commit(lambda: enqueue(job))
     return job
@@ -183,7 +203,21 @@ def rerun_job(original: Job, *, user: Any) -> Job:
         launch_type=LaunchType.RERUN,
         rerun_of=original,
         image=original.image,
+        tuned_file=original.tuned_file,
     )
+
+
+def _tuned_file_problem(tuned_file: TunedFile, team: Team, image: str) -> str | None:
+    """Why this job may not run with that tuned file, or None."""
+    from jobs.services.tuned_files import freshness, target_environment
+
+    if tuned_file.team_id != team.pk:
+        return "This tuned file belongs to another team."
+    environment = target_environment(team.pk, image)
+    found = freshness(tuned_file, environment.data if environment else None)
+    if found.status == STALE:
+        return "The tuned file is stale for this stack: " + "; ".join(found.reasons)
+    return None
 
 
 def _resolve_source(

@@ -14,11 +14,21 @@ from portal.kinds import (
     compile_check,
     hipify_convert,
     hipify_scan,
+    profile,
+    tune_gemm,
 )
 from portal.kinds.base import Presenter, ProjectStep
 from stack.kinds import KINDS
 
-_MODULES = (blas_bench, hipify_scan, hipify_convert, compile_check, collective_bench)
+_MODULES = (
+    blas_bench,
+    hipify_scan,
+    hipify_convert,
+    compile_check,
+    collective_bench,
+    profile,
+    tune_gemm,
+)
 
 PRESENTERS: dict[str, Presenter] = {m.PRESENTER.kind.name: m.PRESENTER for m in _MODULES}
 

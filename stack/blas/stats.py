@@ -184,3 +184,68 @@ def adaptive_loop(
         wall_start=wall_start,
         wall_end=time.time(),
     )
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """current / baseline of the medians, with a percentile-bootstrap interval.
+
+    The plain-Python twin of results.stats.ratio_interval (which uses numpy): the stack
+    runs where numpy may be missing, and a profile diff or a tuning's before/after must
+    say how sure it is there too. low and high are None when a side has one sample.
+    """
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n_baseline: int
+    n_current: int
+
+
+def ratio_of_medians(
+    baseline: Sequence[float],
+    current: Sequence[float],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    max_samples: int = 500,
+) -> RatioInterval:
+    """Median of ``current`` over median of ``baseline``, and its bootstrap interval.
+
+    Each side is resampled on its own (the two series are independent runs), with a
+    fixed seed so the same inputs give the same interval. Sides longer than
+    ``max_samples`` are thinned evenly first, which keeps the pure-Python loop fast.
+    """
+    import random
+
+    def clean(values: Sequence[float]) -> list[float]:
+        kept = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+        if len(kept) > max_samples:
+            step = len(kept) / max_samples
+            kept = [kept[int(i * step)] for i in range(max_samples)]
+        return kept
+
+    a, b = clean(baseline), clean(current)
+    if not a or not b or statistics.median(a) == 0:
+        return RatioInterval(None, None, None, len(a), len(b))
+    value = statistics.median(b) / statistics.median(a)
+    if len(a) < 2 or len(b) < 2:
+        return RatioInterval(value, None, None, len(a), len(b))
+    rng = random.Random(seed)  # noqa: S311 - a seeded bootstrap, not a secret
+    ratios = []
+    for _ in range(resamples):
+        med_a = statistics.median(rng.choices(a, k=len(a)))
+        if med_a:
+            ratios.append(statistics.median(rng.choices(b, k=len(b))) / med_a)
+    if not ratios:
+        return RatioInterval(value, None, None, len(a), len(b))
+    ratios.sort()
+    tail = (1 - confidence) / 2
+
+    def pick(q: float) -> float:
+        position = q * (len(ratios) - 1)
+        low, high = math.floor(position), math.ceil(position)
+        return ratios[low] + (ratios[high] - ratios[low]) * (position - low)
+
+    return RatioInterval(value, pick(tail), pick(1 - tail), len(a), len(b))

@@ -22,6 +22,7 @@ from stack.kinds import (
     probe,
     profile,
     sandbox_check,
+    tune_gemm,
 )
 from stack.kinds.base import (
     NON_FIELD_ERRORS,
@@ -46,6 +47,7 @@ _MODULES = (
     compile_check,
     profile,
     collective_bench,
+    tune_gemm,
 )
 
 KINDS: dict[str, Kind] = {module.KIND.name: module.KIND for module in _MODULES}

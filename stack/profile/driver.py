@@ -130,7 +130,9 @@ def profiler_for(torch: Any, device: Any, spec: dict[str, Any]) -> AbstractConte
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    return torch.profiler.profile(activities=activities)
+    return torch.profiler.profile(
+        activities=activities, record_shapes=bool(spec.get("record_shapes"))
+    )
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:

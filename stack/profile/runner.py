@@ -33,6 +33,7 @@ from stack.profile.normalise import (
 from stack.profile.schema import NCU, ROCPROFV3
 from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolMissing, ToolTimeout, run_tool, which
+from stack.tune.shapes import count_shapes, gemms_from_trace
 
 TORCH = "torch"
 OUT_DIR = "profile"
@@ -106,7 +107,7 @@ class Session:
             key: self.params[key]
             for key in (
                 "workload", "m", "n", "k", "dtype", "batch", "seq_len", "d_model", "heads",
-                "iterations", "warmup", "device", "script_args",
+                "iterations", "warmup", "device", "script_args", "record_shapes",
             )
         }  # fmt: skip
         spec.update(out_dir=str(folder), **extra)
@@ -229,12 +230,15 @@ def _profile(session: Session, started: float) -> RunResult:
         measurements.append(step)
 
     trace_info: dict[str, Any] = {}
+    gemm_shapes: list[dict[str, Any]] | None = None
     if TORCH in wanted:
         rows, level = [], "kernel" if on_gpu else "operator"
         document, why = _read_trace(folder / TRACE_FILE)
         if document is not None:
             if on_gpu:
                 rows = torch_profiler.parse_chrome_trace(document)
+            if params.get("record_shapes", True):
+                gemm_shapes = count_shapes(gemms_from_trace(document))
             trimmed, cut = torch_profiler.trim_trace(document, params["trace_max_bytes"])
             text = json.dumps(trimmed)
             artifacts.append(
@@ -292,6 +296,7 @@ def _profile(session: Session, started: float) -> RunResult:
         if step is None
         else {"median": round(step.value, 4), "steps": len(steps)},
         "trace": trace_info,
+        "gemm_shapes": gemm_shapes,
         "environment_error": env_error,
         "seconds": round(time.monotonic() - started, 3),
     }

@@ -99,6 +99,14 @@ PARAMS_SCHEMA: dict[str, Any] = {
             "default": "auto",
             "description": "auto: the GPU when PyTorch sees one, else the CPU; cpu: the CPU",
         },
+        "record_shapes": {
+            "type": "boolean",
+            "default": True,
+            "description": (
+                "the PyTorch profiler records operators' input shapes, so the profile "
+                "lists the GEMM shapes the workload ran (to replay with blas-bench)"
+            ),
+        },
         "top": _integer(20, 1, 200, "kernels kept in the table and as measurements"),
         "ncu_max_kernels": _integer(
             500, 1, 100000, "kernel launches Nsight Compute profiles at most (--launch-count)"

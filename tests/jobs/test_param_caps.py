@@ -28,6 +28,11 @@ def test_the_kinds_cap_what_they_capped_before_the_caps_moved_onto_them_and_prof
         ("profile", "workload_timeout_s"),
         ("profile", "profiler_timeout_s"),
         ("profile", "trace_max_bytes"),
+        ("collective-bench", "ranks"),
+        ("collective-bench", "rank_timeout_s"),
+        ("collective-bench", "tool_timeout_s"),
+        ("tune-gemm", "driver_timeout_s"),
+        ("tune-gemm", "tool_timeout_s"),
     }
 
 

@@ -103,6 +103,31 @@ def test_a_transformer_block_is_profiled_operator_by_operator(tmp_path, bare_env
     assert (out / "profile/trace.json").stat().st_size <= 65536
 
 
+def test_the_gemm_shapes_of_a_transformer_block_are_listed_as_blas_calls(tmp_path, bare_env):
+    params = {
+        "workload": "transformer",
+        "batch": 2,
+        "seq_len": 16,
+        "d_model": 32,
+        "heads": 4,
+        "dtype": "fp32",
+        "iterations": 2,
+        "warmup": 1,
+    }
+    _, document, _ = profile(tmp_path, bare_env, params)
+    shapes = {
+        (s["m"], s["n"], s["k"], s["transa"], s["transb"]): s["calls"]
+        for s in document["summary"]["gemm_shapes"]
+    }
+    # the Linear layers of 32 tokens x 32 wide: QKV (96), output (32), MLP up (128), down
+    assert shapes[(96, 32, 32, "T", "N")] == 2
+    assert shapes[(32, 32, 32, "T", "N")] == 2
+    assert shapes[(128, 32, 32, "T", "N")] == 2
+    assert shapes[(32, 32, 128, "T", "N")] == 2
+    _, without, _ = profile(tmp_path, bare_env, {**params, "record_shapes": False})
+    assert without["summary"]["gemm_shapes"] is None
+
+
 def test_heads_that_do_not_divide_the_width_are_refused(tmp_path, bare_env):
     params = {"workload": "transformer", "d_model": 30, "heads": 4}
     proc, document, _ = profile(tmp_path, bare_env, params)
