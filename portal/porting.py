@@ -49,10 +49,42 @@ def _latest(project: AdoptionProject, kind: str) -> Job | None:
     )
 
 
-def burn_down(project: AdoptionProject) -> list[dict[str, Any]]:
-    """Per scan: when, which source, and the references in code still to port."""
+NO_SOURCE = "(no source)"  # the lineage of scans that name no snapshot
+
+
+def lineage_of(job: Job) -> str:
+    return job.source.lineage_key if job.source_id else NO_SOURCE
+
+
+def lineages(project: AdoptionProject) -> list[dict[str, Any]]:
+    """The project's scanned lineages, newest scan first: key, scans, newest scan's job.
+
+    A lineage is one codebase over time (SourceSnapshot.lineage_key); the report
+    follows one, so a scan of an unrelated tree starts its own instead of reading
+    as progress on another.
+    """
+    found: dict[str, dict[str, Any]] = {}
     scans = (
         Job.objects.filter(project=project, kind=SCAN, status=JobStatus.SUCCEEDED)
+        .select_related("source")
+        .order_by("-finished_at", "-id")
+    )
+    for job in scans:
+        key = lineage_of(job)
+        entry = found.setdefault(key, {"key": key, "scans": 0, "newest_job": job.pk})
+        entry["scans"] += 1
+    return list(found.values())
+
+
+def burn_down(project: AdoptionProject, lineage: str | None = None) -> list[dict[str, Any]]:
+    """Per scan of one lineage (the newest scan's by default): when, which source, and
+    the references in code still to port. Never mixes lineages."""
+    if lineage is None:
+        known = lineages(project)
+        lineage = known[0]["key"] if known else NO_SOURCE
+    scans = (
+        Job.objects.filter(project=project, kind=SCAN, status=JobStatus.SUCCEEDED)
+        .select_related("source")
         .order_by("finished_at", "id")
         .prefetch_related(
             Prefetch(
@@ -65,6 +97,8 @@ def burn_down(project: AdoptionProject) -> list[dict[str, Any]]:
     )
     history = []
     for job in scans:
+        if lineage_of(job) != lineage:
+            continue
         point: dict[str, Any] = {"job": job.pk, "at": job.finished_at, "source": job.source_id}
         for m in job.measurements.all():
             if m.metric == "effort":
@@ -141,9 +175,18 @@ def compile_status(project: AdoptionProject) -> dict[str, Any] | None:
 
 
 def porting_report(
-    project: AdoptionProject, *, sort: str = DEFAULT_SORT, descending: bool = True
+    project: AdoptionProject,
+    *,
+    sort: str = DEFAULT_SORT,
+    descending: bool = True,
+    lineage: str | None = None,
 ) -> dict[str, Any]:
-    scan = _latest(project, SCAN)
+    """The report of one lineage: ``lineage`` if the project has scans of it, else the
+    newest scan's."""
+    known = lineages(project)
+    chosen = next((entry for entry in known if entry["key"] == lineage), None)
+    chosen = chosen or (known[0] if known else None)
+    scan = Job.objects.select_related("source").get(pk=chosen["newest_job"]) if chosen else None
     summary = (scan.summary if scan else None) or {}
     findings = _file_table(scan) if scan else None
     top = [
@@ -171,7 +214,11 @@ def porting_report(
         "identity_mappings": summary.get("identity_mappings", {}),
         "top_unsupported": top,
         "files": file_rows(findings, sort, descending),
-        "burn_down": burn_down(project),
+        "lineage": {
+            "key": chosen["key"] if chosen else None,
+            "others": [entry for entry in known if entry is not chosen],
+        },
+        "burn_down": burn_down(project, chosen["key"]) if chosen else [],
         "compile": compile_status(project),
     }
 

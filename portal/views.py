@@ -240,14 +240,27 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("portal:project-detail", pk=pk)
         try:
             if archive := request.FILES.get("archive"):
-                snapshot = add_upload(project, archive, archive.name, request.user, archive.size)
+                snapshot = add_upload(
+                    project,
+                    archive,
+                    archive.name,
+                    request.user,
+                    archive.size,
+                    lineage=request.POST.get("lineage", ""),
+                )
                 messages.info(
                     request,
                     f"Source {snapshot.pk}: {snapshot.file_count} files checked; "
                     "a worker is extracting them.",
                 )
             elif url := request.POST.get("git_url", "").strip():
-                snapshot = add_git(project, url, request.POST.get("ref", "").strip(), request.user)
+                snapshot = add_git(
+                    project,
+                    url,
+                    request.POST.get("ref", "").strip(),
+                    request.user,
+                    lineage=request.POST.get("lineage", ""),
+                )
                 messages.info(request, f"Source {snapshot.pk}: a worker is cloning {url}.")
             else:
                 messages.error(request, "Choose an archive or give a git URL.")
@@ -311,7 +324,9 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
         sort = DEFAULT_SORT
     descending = request.GET.get("dir", "desc") != "asc"
     export = request.GET.get("format") == "html"
-    report = porting_report(project, sort=sort, descending=descending)
+    report = porting_report(
+        project, sort=sort, descending=descending, lineage=request.GET.get("lineage")
+    )
     series = burn_down_series(report["burn_down"])
     # The page shows the file table a page at a time; the download holds every file.
     files_page = Paginator(report["files"], FILES_PER_PAGE).get_page(request.GET.get("page"))
@@ -324,6 +339,13 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
             else None
         ),
         "scan_kind": SCAN,
+        # The download is opened on its own: its links must name the portal in full.
+        "base": request.build_absolute_uri("/").rstrip("/") if export else "",
+        "page_url": (
+            request.build_absolute_uri(reverse("portal:project-porting", args=[project.pk]))
+            if export
+            else ""
+        ),
         "sort": sort,
         "descending": descending,
         "columns": FILE_COLUMNS,

@@ -24,7 +24,7 @@ from stack.hipify.totals import RECORD_VERSION, Totals, aggregate, record_core
 FINDINGS_SCHEMA = "rocpath.hipify-findings/1"
 CUDA_EXTENSIONS = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".inl")
 ENGINES = ("fast", "hipify-perl")
-_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__"}
+SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__"}
 # Below this much to examine, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 256 * 1024
 
@@ -114,7 +114,7 @@ def collect_files(
                 continue
             rel = prefix + name
             if entry.is_dir(follow_symlinks=False):
-                if name not in _SKIP_DIRS:
+                if name not in SKIP_DIRS:
                     walk(entry.path, rel + "/")
                 continue
             if not name.lower().endswith(exts) or not entry.is_file(follow_symlinks=False):

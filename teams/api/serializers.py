@@ -39,6 +39,8 @@ class ProjectCreateSerializer(serializers.ModelSerializer):
 
 
 class SourceSerializer(serializers.ModelSerializer):
+    lineage_key = serializers.CharField(read_only=True)
+
     class Meta:
         model = SourceSnapshot
         fields = [
@@ -48,6 +50,8 @@ class SourceSerializer(serializers.ModelSerializer):
             "status",
             "name",
             "ref",
+            "lineage",
+            "lineage_key",
             "commit",
             "archive_sha256",
             "file_count",
@@ -61,6 +65,13 @@ class SourceCreateSerializer(serializers.Serializer):
     archive = serializers.FileField(required=False, help_text=".tar.gz, .tgz or .zip")
     git_url = serializers.CharField(required=False, max_length=300)
     ref = serializers.CharField(required=False, max_length=200, default="", allow_blank=True)
+    lineage = serializers.CharField(
+        required=False,
+        max_length=200,
+        default="",
+        allow_blank=True,
+        help_text="which code this is a version of (blank: derived from the name)",
+    )
 
     def validate(self, attrs: dict) -> dict:
         if bool(attrs.get("archive")) == bool(attrs.get("git_url")):

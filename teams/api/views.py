@@ -66,9 +66,22 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         data = form.validated_data
         try:
             if archive := data.get("archive"):
-                snapshot = add_upload(project, archive, archive.name, request.user, archive.size)
+                snapshot = add_upload(
+                    project,
+                    archive,
+                    archive.name,
+                    request.user,
+                    archive.size,
+                    lineage=data.get("lineage", ""),
+                )
             else:
-                snapshot = add_git(project, data["git_url"], data.get("ref", ""), request.user)
+                snapshot = add_git(
+                    project,
+                    data["git_url"],
+                    data.get("ref", ""),
+                    request.user,
+                    lineage=data.get("lineage", ""),
+                )
         except SourceError as exc:
             field = "archive" if data.get("archive") else "git_url"
             raise ValidationError({field: [str(exc)]}) from exc
