@@ -73,6 +73,11 @@ class AdoptionProject(models.Model):
     def __str__(self) -> str:
         return f"{self.team.slug}/{self.name}"
 
+    def porting_setting(self, name: str) -> list[str]:
+        """One list of porting_settings (teams.porting.clean_porting_settings checked it)."""
+        value = (self.porting_settings or {}).get(name, [])
+        return [str(v) for v in value] if isinstance(value, list) else []
+
     def compile_targets(self) -> list[str]:
         """The AMD architectures to compile this project for, from its target GPUs.
 

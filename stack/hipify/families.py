@@ -132,6 +132,8 @@ EFFORT_WEIGHTS: dict[str, float] = {
     "unconverted_refs": 0.25,  # cudaX tokens hipify left untranslated
     "unsupported_device_function_refs": 0.5,
     "files_with_device_code": 1.0,  # build, test and tune each translated kernel file
+    # per place a hazard rule found (stack.hipify.hazards): warp-size idioms, PTX, NVML...
+    "hazard_findings": 0.5,
 }
 
 HOURS_PER_DAY = 6.0

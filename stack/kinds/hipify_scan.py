@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from stack.hipify.schemas import HIPIFY_PERL_HINT, HIPIFY_SCAN_PARAMS
-from stack.kinds.base import Cap, Kind
+from stack.kinds.base import Cap, Kind, ProjectFact
 from stack.runtime import SOURCE_DIR, Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing
 
@@ -35,6 +35,11 @@ KIND = Kind(
     phases=(1, 2),
     install_hints={"hipify-perl": HIPIFY_PERL_HINT},
     param_caps={"jobs": Cap.CPUS},
+    project_defaults={
+        "vendored": ProjectFact.VENDORED,
+        "not_vendored": ProjectFact.NOT_VENDORED,
+        "hazards_off": ProjectFact.HAZARDS_OFF,
+    },
 )
 
 
@@ -120,6 +125,9 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
             cache_dir=cache_dir,
             jobs=params.get("jobs") or None,
             progress=progress,
+            vendored=params.get("vendored", []),
+            not_vendored=params.get("not_vendored", []),
+            hazards_off=params.get("hazards_off", []),
         )
     except ToolMissing as exc:
         return RunResult(status="errored", error=str(exc))
@@ -130,6 +138,9 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
         "path": params.get("path", ""),
         "include": params.get("include", []),
         "exclude": params.get("exclude", []),
+        "vendored": params.get("vendored", []),
+        "not_vendored": params.get("not_vendored", []),
+        "hazards_off": params.get("hazards_off", []),
     }
     summary = dict(result.summary)
     summary["engine"] = engine
