@@ -34,8 +34,25 @@ FILE_COLUMNS = (
     "deprecated",
     "removed",
     "unconverted",
+    "hazards",
     "warnings_count",
+    "vendored",
 )
+# What a person reads above each column, and whether it counts only findings in code
+# (FILE_COLUMNS' keys stay the field names of files.json and the JSON report).
+COLUMN_TITLES = {
+    "path": ("File", ""),
+    "lines": ("Lines", ""),
+    "cuda_refs": ("CUDA refs converted", "in code and elsewhere, as hipify converts them"),
+    "converted_refs": ("All conversions (raw)", "hipify-perl's own count, identity mappings too"),
+    "unsupported": ("HIP lacks (in code)", "unsupported identifiers, in code only"),
+    "deprecated": ("Deprecated (in code)", "in code only"),
+    "removed": ("Removed (in code)", "in code only"),
+    "unconverted": ("cudaX left (in code)", "cuda… tokens left after translation, in code"),
+    "hazards": ("Hazards (in code)", "hazard-rule findings in code, every rule"),
+    "warnings_count": ("Warnings (raw)", "hipify-perl's count: comments and strings too"),
+    "vendored": ("Vendored", "why the file is taken for third-party code (out of the estimate)"),
+}
 DEFAULT_SORT = "unsupported"
 
 
@@ -151,6 +168,8 @@ def file_rows(
                 column: (
                     counts.get(column, {}).get("code", 0)
                     if column in BURN_DOWN_METRICS
+                    else (f.get(column) or "")
+                    if column == "vendored"
                     else f.get(column, 0)
                 )
                 for column in FILE_COLUMNS
@@ -160,18 +179,89 @@ def file_rows(
     return rows
 
 
-def compile_status(project: AdoptionProject) -> dict[str, Any] | None:
-    job = _latest(project, COMPILE)
+def compile_status(project: AdoptionProject) -> dict[str, Any]:
+    """The last compile check's outcome per target, said in words whatever happened.
+
+    A check that could not run (no hipcc, no image, killed) is "failed to run" with the
+    reason, never left out; none yet says so.
+    """
+    job = (
+        Job.objects.filter(
+            project=project,
+            kind=COMPILE,
+            status__in=[
+                JobStatus.SUCCEEDED,
+                JobStatus.FAILED,
+                JobStatus.ERRORED,
+                JobStatus.CANCELED,
+            ],
+        )
+        .order_by("-finished_at", "-id")
+        .first()
+    )
     if job is None:
-        return None
+        return {"status": "not run", "why": "no compile check of this project has finished yet"}
     summary = job.summary or {}
+    targets = summary.get("per_target", {})
+    requested = (job.params or {}).get("targets") or list(targets)
+    per_target = {}
+    for target in requested:
+        t = targets.get(target)
+        if job.status in (JobStatus.ERRORED, JobStatus.CANCELED) or t is None:
+            why = job.error or f"the job {job.get_status_display().lower()}"
+            per_target[target] = {"status": "failed to run", "why": why}
+        else:
+            status = "failed" if t.get("failed") else "passed"
+            per_target[target] = {"status": status, **t}
     return {
         "job": job.pk,
         "at": job.finished_at,
-        "targets": summary.get("per_target", {}),
+        "status": job.status,
+        "error": job.error or "",
+        "targets": per_target,
         "failed_files": summary.get("failed_files", []),
         "first_errors": summary.get("first_errors", []),
     }
+
+
+def api_groups_with_decisions(
+    groups: list[dict[str, Any]], decisions: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The scan's API groups, each with the team's decision (by name), and the tally.
+
+    A group needs a decision when the project's own code uses it in code; groups found
+    only in vendored code, comments or strings are listed but never "open".
+    """
+    rows = []
+    tally = {"open": 0, "decided": 0, "not_needed": 0}
+    for group in groups:
+        d = decisions.get(group["api"])
+        needs = group.get("in_code", 0) > 0
+        state = ("decided" if d else "open") if needs else "not_needed"
+        tally[state] += 1
+        rows.append(
+            {
+                **group,
+                "state": state,
+                "decision": (
+                    {
+                        "decision": d.decision,
+                        "label": d.get_decision_display(),
+                        "replacement": d.replacement,
+                        "note": d.note,
+                        "by": d.decided_by.get_username() if d.decided_by else None,
+                        "at": d.updated_at,
+                    }
+                    if d
+                    else None
+                ),
+            }
+        )
+    tally["all_decided"] = tally["open"] == 0
+    # decisions whose API the newest scan no longer finds: kept, and shown as such
+    found = {g["api"] for g in groups}
+    tally["no_longer_found"] = sorted(name for name in decisions if name not in found)
+    return rows, tally
 
 
 def porting_report(
@@ -194,6 +284,10 @@ def porting_report(
         for a in summary.get("top_apis", [])
         if a.get("kind") in ("unsupported", "removed", "unsupported_device_function")
     ]
+    from teams.porting import decisions_of
+
+    groups, tally = api_groups_with_decisions(summary.get("api_groups", []), decisions_of(project))
+    identity = summary.get("identity_mappings", {})
     return {
         "project": {"id": project.pk, "name": project.name, "team": project.team.slug},
         "scan": (
@@ -203,15 +297,30 @@ def porting_report(
                 "source": scan.source_id,
                 "engine": summary.get("engine"),
                 "tool": summary.get("tool"),
+                "markdown_artifact": Artifact.objects.filter(job=scan, path="hipify/report.md")
+                .values_list("pk", flat=True)
+                .first(),
             }
             if scan
             else None
         ),
         "totals": summary.get("totals"),
         "effort": summary.get("effort"),
+        # the estimate as it was before vendored code, API groups and look-alike
+        # identifiers were set apart: every file, every identifier (docs/hipify.md)
+        "effort_everything": summary.get("effort_everything"),
+        "effort_terms": effort_terms(summary.get("effort")),
+        "vendored": summary.get("vendored"),
+        "api_groups": groups,
+        "decisions": tally,
+        "unconverted_split": summary.get("unconverted_split"),
+        "hazards": summary.get("hazards"),
         "warnings_by_kind": summary.get("warnings_by_kind", {}),
         "families": summary.get("families", {}),
-        "identity_mappings": summary.get("identity_mappings", {}),
+        "identity_mappings": identity,
+        # identity mappings split: CUDA names HIP keeps as they are (texture) vs names
+        # that are not CUDA's at all (OpenGL types, ...)
+        "identity_split": split_identity(identity),
         "top_unsupported": top,
         "files": file_rows(findings, sort, descending),
         "lineage": {
@@ -221,6 +330,34 @@ def porting_report(
         "burn_down": burn_down(project, chosen["key"]) if chosen else [],
         "compile": compile_status(project),
     }
+
+
+def effort_terms(effort: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The estimate's terms in order: input, weight, hours, and what it left out and why."""
+    if not effort:
+        return []
+    left_out = effort.get("left_out", {})
+    return [
+        {
+            "term": term,
+            "value": value,
+            "weight": effort.get("weights_hours", {}).get(term),
+            "hours": effort.get("terms_hours", {}).get(term),
+            "left_out": left_out.get(term, []),
+        }
+        for term, value in effort.get("inputs", {}).items()
+    ]
+
+
+def split_identity(identity: dict[str, int]) -> dict[str, dict[str, int]]:
+    """hipify-perl's identity mappings: CUDA names kept as they are vs non-CUDA names."""
+    from stack.hipify.families import family_of
+
+    out: dict[str, dict[str, int]] = {"cuda_same_name": {}, "not_cuda": {}}
+    for name, n in identity.items():
+        cuda = family_of(name) not in ("other", "graphics interop", "headers")
+        out["cuda_same_name" if cuda else "not_cuda"][name] = n
+    return out
 
 
 def burn_down_series(history: list[dict[str, Any]]) -> dict[str, list]:

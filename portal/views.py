@@ -26,6 +26,7 @@ from portal.charts import time_chart
 from portal.forms import JobSubmitForm, ProjectForm
 from portal.kinds import presenter_for, project_steps
 from portal.porting import (
+    COLUMN_TITLES,
     DEFAULT_SORT,
     FILE_COLUMNS,
     FILES_PER_PAGE,
@@ -33,9 +34,11 @@ from portal.porting import (
     burn_down_series,
     porting_report,
 )
+from stack.hipify.hazards import describe_rules
 from stack.kinds import KINDS
 from teams.access import can_write, projects_for, teams_for, writable_team_ids
-from teams.models import AdoptionProject, SourceSnapshot, Team
+from teams.models import AdoptionProject, ApiDecision, SourceSnapshot, Team
+from teams.porting import PortingInputError, forget_decision, record_decision, save_porting_settings
 from teams.sources import SourceError, add_git, add_upload, newest_ready, tree_of
 
 
@@ -348,7 +351,11 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
         ),
         "sort": sort,
         "descending": descending,
-        "columns": FILE_COLUMNS,
+        "columns": [(c, *COLUMN_TITLES[c]) for c in FILE_COLUMNS],
+        "can_decide": not export and can_write(request.user, project.team_id),
+        "decision_choices": ApiDecision.Decision.choices,
+        "hazard_rules": describe_rules(project.porting_setting("hazards_off")),
+        "porting_settings": project.porting_settings or {},
         "files": report["files"] if export else files_page.object_list,
         "files_page": None if export else files_page,
         "css": (Path(settings.BASE_DIR) / "static" / "css" / "rocpath.css").read_text()
@@ -360,6 +367,57 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
         response["Content-Disposition"] = f'attachment; filename="porting-{project.pk}.html"'
         return response
     return render(request, "portal/porting.html", context)
+
+
+@login_required
+@require_POST
+def project_decision(request: HttpRequest, pk: int) -> HttpResponse:
+    """Record the team's decision on one API group (the report's form); "reopen" removes it."""
+    project = _project(request, pk)
+    if not can_write(request.user, project.team_id):
+        messages.error(request, "Viewers cannot record decisions.")
+        return redirect("portal:project-porting", pk=pk)
+    api = request.POST.get("api", "")
+    if request.POST.get("decision") == "reopen":
+        forget_decision(project, api)
+        messages.info(request, f"{api}: open again.")
+    else:
+        try:
+            record_decision(
+                project,
+                api=api,
+                decision=request.POST.get("decision", ""),
+                replacement=request.POST.get("replacement", ""),
+                note=request.POST.get("note", ""),
+                user=request.user,
+            )
+            messages.success(request, f"{api}: decision recorded.")
+        except PortingInputError as exc:
+            messages.error(request, f"Not recorded: {exc}")
+    return redirect(reverse("portal:project-porting", args=[pk]) + "#api-groups")
+
+
+@login_required
+@require_POST
+def project_porting_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    """The project's scan settings: vendored globs (added, taken back), hazard rules off."""
+    project = _project(request, pk)
+    if not can_write(request.user, project.team_id):
+        messages.error(request, "Viewers cannot change scan settings.")
+        return redirect("portal:project-porting", pk=pk)
+    try:
+        save_porting_settings(
+            project,
+            {
+                "vendored": request.POST.get("vendored", ""),
+                "not_vendored": request.POST.get("not_vendored", ""),
+                "hazards_off": request.POST.getlist("hazards_off"),
+            },
+        )
+        messages.success(request, "Scan settings saved: the next scan takes them.")
+    except PortingInputError as exc:
+        messages.error(request, f"Not saved: {exc}")
+    return redirect(reverse("portal:project-porting", args=[pk]) + "#scan-settings")
 
 
 SOURCE_VIEW_BYTES = 2 * 1024 * 1024  # the viewer shows at most this much of a file

@@ -211,8 +211,10 @@ RULES: tuple[Rule, ...] = (
         "target) or it is pinned host memory read over the link, and prefetch/advice "
         "hints differ. Measure, or allocate device memory explicitly.",
         ("Managed", "__managed__", "cudaMemAdvise", "cudaMemPrefetchAsync"),
-        _rx(r"\b(?:cudaMallocManaged|cuMemAllocManaged|__managed__|cudaMemAdvise|"
-            r"cudaMemPrefetchAsync)\b"),
+        _rx(
+            r"\b(?:cudaMallocManaged|cuMemAllocManaged|__managed__|cudaMemAdvise|"
+            r"cudaMemPrefetchAsync)\b"
+        ),
     ),
 )
 RULE_NAMES = tuple(rule.name for rule in RULES)

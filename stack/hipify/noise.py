@@ -264,9 +264,7 @@ def assess(
         return kinds[kind]["code"] - vk[kind]["code"]
 
     decided = {k: [g for g in ranked if g["kind"] == k and g["in_code"]] for k in DECIDED_KINDS}
-    distinct_idents = {
-        k: sum(1 for e in entries if e[1] == k and e[5] > 0) for k in DECIDED_KINDS
-    }
+    distinct_idents = {k: sum(1 for e in entries if e[1] == k and e[5] > 0) for k in DECIDED_KINDS}
     vendored_only = {
         k: sum(1 for e in entries if e[1] == k and e[5] == 0 and e[7] > 0) for k in DECIDED_KINDS
     }
@@ -295,9 +293,7 @@ def assess(
                 "(no HIPIFY table names them)",
             },
         ],
-        "files_with_device_code": [
-            {"value": vs["files_with_device_code"], "why": vendored_note}
-        ],
+        "files_with_device_code": [{"value": vs["files_with_device_code"], "why": vendored_note}],
         "hazard_findings": [
             {"value": hazards["vendored"], "why": vendored_note},
             {
@@ -339,7 +335,7 @@ def assess(
         "lines": vs["lines"],
         "cuda_refs": vs["cuda_refs"],
         "warnings": vs["warnings"],
-        "warnings_in_code": {kind: vk[kind]["code"] for kind in DECIDED_KINDS + ("unconverted",)},
+        "warnings_in_code": {kind: vk[kind]["code"] for kind in (*DECIDED_KINDS, "unconverted")},
         "paths": dict(sorted(vendored_files.items())[:200]),
     }
     return {

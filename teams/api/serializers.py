@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from teams.models import AdoptionProject, SourceSnapshot, Team
+from teams.models import AdoptionProject, ApiDecision, SourceSnapshot, Team
 
 
 class TeamSerializer(serializers.ModelSerializer):
@@ -77,3 +77,31 @@ class SourceCreateSerializer(serializers.Serializer):
         if bool(attrs.get("archive")) == bool(attrs.get("git_url")):
             raise serializers.ValidationError("Send either an archive or a git_url.")
         return attrs
+
+
+class ApiDecisionSerializer(serializers.ModelSerializer):
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = ApiDecision
+        fields = ["api", "decision", "replacement", "note", "decided_by", "updated_at"]
+        read_only_fields = fields
+
+
+class ApiDecisionInputSerializer(serializers.Serializer):
+    """Shape only; teams.porting.record_decision checks the values (one set of rules)."""
+
+    api = serializers.CharField(max_length=500, allow_blank=True)
+    decision = serializers.CharField(max_length=40, allow_blank=True)
+    replacement = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=500
+    )
+    note = serializers.CharField(required=False, default="", allow_blank=True, max_length=10000)
+
+
+class PortingSettingsSerializer(serializers.Serializer):
+    vendored = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+    not_vendored = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), required=False
+    )
+    hazards_off = serializers.ListField(child=serializers.CharField(), required=False)

@@ -214,7 +214,7 @@ def test_the_file_table_comes_a_page_at_a_time_and_the_download_holds_every_file
     assert 'class="pager"' not in download
     # An unknown column sorts as the default does, and the page says so.
     bogus = client.get(url, {"sort": "bogus"}).content.decode()
-    assert "unsupported ▼</a>" in bogus and "sort=bogus" not in bogus
+    assert "HIP lacks (in code) ▼</a>" in bogus and "sort=bogus" not in bogus
     assert "sort=unsupported&dir=desc&page=2" in bogus
 
 

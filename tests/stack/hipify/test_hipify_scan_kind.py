@@ -112,7 +112,11 @@ def test_a_scan_job_reports_findings_totals_effort_and_artifacts(tmp_path):
     table = json.loads((tmp_path / "out/hipify/files.json").read_text())
     assert table["schema"] == "rocpath.hipify-files/1"
     assert table["files"] == [
-        {k: v for k, v in f.items() if k not in ("sha256", "device_code", "refs", "warnings", "hazard_findings")}
+        {
+            k: v
+            for k, v in f.items()
+            if k not in ("sha256", "device_code", "refs", "warnings", "hazard_findings")
+        }
         for f in findings["files"]
     ]
 
