@@ -213,11 +213,30 @@ def assess(
         )
         if _KIND_RANK[kind] < _KIND_RANK[g["kind"]]:
             g["kind"] = kind
-        g["members"][ident] = {"kind": kind, "since": since, "in_code": code, "total": total}
-        g["in_code"] += code
-        g["total"] += total
-        g["vendored_in_code"] += v_code
-        g["vendored_total"] += v_total
+        # An identifier in two tables (unsupported and removed) warns twice at one
+        # place: the group counts its places once (the larger count).
+        member = g["members"].setdefault(
+            ident,
+            {
+                "kinds": [],
+                "since": since,
+                "in_code": 0,
+                "total": 0,
+                "vendored_in_code": 0,
+                "vendored_total": 0,
+            },
+        )
+        member["kinds"].append(kind)
+        member["since"] = member["since"] or since
+        for field, value in (
+            ("in_code", code),
+            ("total", total),
+            ("vendored_in_code", v_code),
+            ("vendored_total", v_total),
+        ):
+            grow = max(0, value - member[field])
+            member[field] += grow
+            g[field] += grow
         g["files"].update(users)
         for path, locs in places:
             for line, ctx in locs:
