@@ -6,8 +6,8 @@ import pytest
 from hipify_helpers import needs_hipify_perl
 
 from stack.hipify.hazards import RULE_NAMES, RULES, detect
-from stack.hipify.schemas import HIPIFY_SCAN_PARAMS
 from stack.hipify.scan import scan_tree
+from stack.hipify.schemas import HIPIFY_SCAN_PARAMS
 
 # One line per idiom, each annotated with the rule it must raise (or none).
 REDUCTION = """\
