@@ -24,6 +24,9 @@ COMPILE = compile_check.KIND.name
 # Counted per place (code, comment, string, ...); the report counts the code ones,
 # in the burn-down and in the file table's columns of the same names.
 BURN_DOWN_METRICS = ("unsupported", "removed", "deprecated", "unconverted")
+# Scans since issue 14 also store the project's own code ("project" scope: vendored files
+# and look-alike identifiers out); the burn-down draws those where a scan has them.
+PROJECT_METRICS = (*BURN_DOWN_METRICS, "hazards")
 FILES_PER_PAGE = 200  # rows of the file table per page (the download holds all)
 FILE_COLUMNS = (
     "path",
@@ -107,7 +110,7 @@ def burn_down(project: AdoptionProject, lineage: str | None = None) -> list[dict
             Prefetch(
                 "measurements",
                 queryset=Measurement.objects.filter(
-                    benchmark=SCAN, metric__in=(*BURN_DOWN_METRICS, "effort")
+                    benchmark=SCAN, metric__in=(*PROJECT_METRICS, "effort")
                 ),
             )
         )
@@ -117,11 +120,16 @@ def burn_down(project: AdoptionProject, lineage: str | None = None) -> list[dict
         if lineage_of(job) != lineage:
             continue
         point: dict[str, Any] = {"job": job.pk, "at": job.finished_at, "source": job.source_id}
+        project_scope: dict[str, float] = {}
         for m in job.measurements.all():
             if m.metric == "effort":
                 point["effort_hours"] = m.value
             elif m.case.get("scope") == "code":
                 point[m.metric] = m.value
+            elif m.case.get("scope") == "project":
+                project_scope[m.metric] = m.value
+        point["scope"] = "project" if project_scope else "code"
+        point.update(project_scope)
         history.append(point)
     return history
 
@@ -363,7 +371,7 @@ def split_identity(identity: dict[str, int]) -> dict[str, dict[str, int]]:
 def burn_down_series(history: list[dict[str, Any]]) -> dict[str, list]:
     series: dict[str, list] = defaultdict(list)
     for point in history:
-        for metric in BURN_DOWN_METRICS:
+        for metric in PROJECT_METRICS:
             if metric in point:
                 series[f"{metric} (in code)"].append((point["at"], point[metric]))
     return dict(series)

@@ -79,7 +79,34 @@ def measurements_for(summary: dict[str, Any]) -> list[Measurement]:
             )
     hours = summary["effort"]["hours"]
     out.append(Measurement("hipify-scan", "effort", "h", hours, [hours], better="lower"))
+    # The project's own code (vendored files out, look-alike identifiers out): what
+    # the burn-down draws, so a vendored header never reads as work left.
+    inputs = summary["effort"]["inputs"]
+    for metric, term in _PROJECT_METRICS:
+        if term in inputs:
+            value = inputs[term]
+            out.append(
+                Measurement(
+                    "hipify-scan",
+                    metric,
+                    "refs",
+                    value,
+                    [value],
+                    case={"scope": "project"},
+                    better="lower",
+                )
+            )
     return out
+
+
+# burn-down metric -> the estimate input it is (stack.hipify.noise.assess)
+_PROJECT_METRICS = (
+    ("unsupported", "unsupported_refs"),
+    ("removed", "removed_refs"),
+    ("deprecated", "deprecated_refs"),
+    ("unconverted", "unconverted_refs"),
+    ("hazards", "hazard_findings"),
+)
 
 
 def run(params: dict[str, Any], ctx: RunContext) -> RunResult:

@@ -1,0 +1,174 @@
+"""The team acts on the report: decisions per API group, scan settings, compile status."""
+
+from __future__ import annotations
+
+from django.test import Client
+from django.utils import timezone
+
+from jobs.choices import JobStatus
+from jobs.models import Job
+from teams.models import ApiDecision
+from tests.factories import add_member, make_job, make_project, make_user
+from tests.portal.test_porting import CUDA, _scan, _upload, needs_hipify
+
+# The API HIP lacks twice: a typedef and its tag are one decision.
+TWINS = CUDA + "CUctx_flags a;\nCUctx_flags_enum b;\n"
+
+
+@needs_hipify
+def test_a_decision_per_api_group_is_recorded_shown_and_kept_across_scans(user, team):
+    project = make_project(team, "solver")
+    _upload(project, user, TWINS)
+    _scan(user, project)
+    client = Client()
+    client.force_login(user)
+    api = f"/api/v1/projects/{project.pk}/porting-report/"
+    report = client.get(api).json()
+    groups = {g["api"]: g for g in report["api_groups"]}
+    assert set(groups["CUctx_flags"]["members"]) == {"CUctx_flags", "CUctx_flags_enum"}
+    assert report["decisions"]["open"] == len(
+        [g for g in report["api_groups"] if g["state"] == "open"]
+    )
+    opened = report["decisions"]["open"]
+    assert opened >= 2 and not report["decisions"]["all_decided"]
+
+    page = f"/projects/{project.pk}/porting/decisions/"
+    response = client.post(
+        page, {"api": "CUctx_flags", "decision": "stub", "note": "context flags are unused"}
+    )
+    assert response.status_code == 302 and response["Location"].endswith("#api-groups")
+    # A library replacement must say which call; the page says what is missing.
+    refused = client.post(
+        page, {"api": "cudaGraphExecNodeSetParams", "decision": "library"}, follow=True
+    ).content.decode()
+    assert "Not recorded: replacement: say which library call replaces it" in refused
+    rest = client.post(
+        f"/api/v1/projects/{project.pk}/api-decisions/",
+        {"api": "cudaGraphExecNodeSetParams", "decision": "library"},
+        content_type="application/json",
+    )
+    assert rest.status_code == 400 and "replacement" in rest.json()
+    rest = client.post(
+        f"/api/v1/projects/{project.pk}/api-decisions/",
+        {
+            "api": "cudaGraphExecNodeSetParams",
+            "decision": "library",
+            "replacement": "hipGraphExecKernelNodeSetParams",
+        },
+        content_type="application/json",
+    )
+    assert rest.status_code == 200 and rest.json()["decided_by"] == user.username
+    assert client.post(
+        f"/api/v1/projects/{project.pk}/api-decisions/",
+        {"api": "x", "decision": "maybe"},
+        content_type="application/json",
+    ).json() == {"decision": ["'maybe' is not one of port, library, stub, drop, wontfix"]}
+
+    # A re-scan of the next version keeps the decisions: they are kept by API name.
+    _upload(project, user, TWINS + "// more code\n")
+    _scan(user, project)
+    report = client.get(api).json()
+    groups = {g["api"]: g for g in report["api_groups"]}
+    assert groups["CUctx_flags"]["decision"]["label"] == "Stub it out"
+    assert groups["cudaGraphExecNodeSetParams"]["decision"]["replacement"] == (
+        "hipGraphExecKernelNodeSetParams"
+    )
+    assert report["decisions"]["decided"] == 2 and report["decisions"]["open"] == opened - 2
+    html = client.get(f"/projects/{project.pk}/porting/").content.decode()
+    assert "context flags are unused" in html and f"{opened - 2} open, 2 decided" in html
+    assert ApiDecision.objects.filter(project=project).count() == 2
+
+
+def test_a_viewer_cannot_decide(team):
+    viewer = make_user("vera")
+    add_member(team, viewer, "viewer")
+    project = make_project(team)
+    client = Client()
+    client.force_login(viewer)
+    client.post(f"/projects/{project.pk}/porting/decisions/", {"api": "a", "decision": "drop"})
+    rest = client.post(
+        f"/api/v1/projects/{project.pk}/api-decisions/",
+        {"api": "a", "decision": "drop"},
+        content_type="application/json",
+    )
+    assert rest.status_code == 403 and not ApiDecision.objects.exists()
+
+
+def test_scan_settings_are_checked_saved_and_given_to_the_next_scan(user, team):
+    from jobs import services
+
+    project = make_project(team)
+    client = Client()
+    client.force_login(user)
+    url = f"/projects/{project.pk}/porting/settings/"
+    client.post(
+        url,
+        {
+            "vendored": "libs/**\n\n*_gen.h",
+            "not_vendored": "external/ours/**",
+            "hazards_off": "nvml",
+        },
+    )
+    project.refresh_from_db()
+    assert project.porting_settings == {
+        "vendored": ["libs/**", "*_gen.h"],
+        "not_vendored": ["external/ours/**"],
+        "hazards_off": ["nvml"],
+    }
+    refused = client.put(
+        f"/api/v1/projects/{project.pk}/porting-settings/",
+        {"hazards_off": ["no-such-rule"]},
+        content_type="application/json",
+    )
+    assert refused.status_code == 400 and "no-such-rule" in refused.json()["hazards_off"][0]
+    _upload(project, user, CUDA)
+    job = services.submit_job(user=user, kind="hipify-scan", project=project)
+    assert (job.params["vendored"], job.params["not_vendored"], job.params["hazards_off"]) == (
+        ["libs/**", "*_gen.h"],
+        ["external/ours/**"],
+        ["nvml"],
+    )
+
+
+def test_the_compile_status_says_a_check_that_could_not_run_failed_to_run_and_why(user, team):
+    project = make_project(team)
+    client = Client()
+    client.force_login(user)
+    api = f"/api/v1/projects/{project.pk}/porting-report/"
+    assert client.get(api).json()["compile"]["status"] == "not run"
+    make_job(
+        team,
+        project=project,
+        kind="compile-check",
+        status=JobStatus.ERRORED,
+        finished_at=timezone.now(),
+        params={"targets": ["gfx942"]},
+        error="hipcc 5.2.3 does not know gfx942",
+    )
+    status = client.get(api).json()["compile"]
+    assert status["targets"] == {
+        "gfx942": {"status": "failed to run", "why": "hipcc 5.2.3 does not know gfx942"}
+    }
+    assert Job.objects.count() == 1
+
+
+@needs_hipify
+def test_the_report_links_work_from_the_download_and_the_markdown_is_a_download(user, team):
+    project = make_project(team)
+    _upload(project, user, CUDA)
+    job = _scan(user, project)
+    client = Client()
+    client.force_login(user)
+    page = client.get(f"/projects/{project.pk}/porting/").content.decode()
+    artifact = Job.objects.get(pk=job).artifacts.get(path="hipify/report.md")
+    link = f"/jobs/{job}/artifacts/{artifact.pk}/"
+    assert f'href="{link}" download>Markdown report' in page
+    markdown = client.get(link)
+    assert markdown["Content-Disposition"].startswith("attachment")
+    assert b"# HIPIFY porting assessment" in b"".join(markdown.streaming_content)
+    download = client.get(f"/projects/{project.pk}/porting/", {"format": "html"}).content.decode()
+    assert 'href="/' not in download and 'href="?' not in download
+    assert f'href="http://testserver/jobs/{job}/"' in download
+    # texture is a CUDA name HIP keeps: never among "non-CUDA names"
+    non_cuda = page.split("identity mappings of non-CUDA names")[-1].split("</p>")[0]
+    assert "<code>texture</code>" not in non_cuda
