@@ -275,6 +275,12 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ready = writable and newest_ready(project) is not None
     # kind -> what its button says, with what the job takes from the project
     steps = {p.kind.name: p.step_label(project) for p in project_steps()} if ready else {}
+    # kind -> why it cannot run here and how to fix it: said instead of a failing button
+    blocked = (
+        {p.kind.name: problem for p in project_steps() if (problem := p.step_problem(project))}
+        if ready
+        else {}
+    )
     sources = list(project.sources.all()[:20])
     return render(
         request,
@@ -286,6 +292,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "jobs": project.jobs.all()[:20],
             "can_write": writable,
             "steps": steps,
+            "blocked": blocked,
             "source_ready": ready,
         },
     )
@@ -302,6 +309,9 @@ def project_step(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("no such step")
     if not can_write(request.user, project.team_id):
         messages.error(request, "Viewers cannot submit jobs.")
+        return redirect("portal:project-detail", pk=pk)
+    if problem := presenter_for(kind).step_problem(project):
+        messages.error(request, f"Not submitted: {problem}.")
         return redirect("portal:project-detail", pk=pk)
     try:
         job = services.submit_job(

@@ -59,6 +59,13 @@ class Presenter:
         """The charts the job page draws from the job's results."""
         return []
 
+    def step_problem(self, project: AdoptionProject) -> str | None:
+        """Why the step cannot run on this installation, and how to fix it (None: it can).
+
+        The page shows this instead of a button that would only fail.
+        """
+        return None
+
     def step_label(self, project: AdoptionProject) -> str:
         """The step's button: its label, then what the job takes from this project.
 

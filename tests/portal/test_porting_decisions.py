@@ -172,3 +172,43 @@ def test_the_report_links_work_from_the_download_and_the_markdown_is_a_download(
     # texture is a CUDA name HIP keeps: never among "non-CUDA names"
     non_cuda = page.split("identity mappings of non-CUDA names")[-1].split("</p>")[0]
     assert "<code>texture</code>" not in non_cuda
+
+
+def test_a_compile_check_this_host_cannot_run_is_not_offered_and_the_page_says_why(
+    user, team, monkeypatch
+):
+    from stack.kinds import compile_check
+
+    project = make_project(team)
+    project.target_gpus = ["MI300X"]
+    project.save()
+    _upload(project, user, CUDA)
+    client = Client()
+    client.force_login(user)
+    # A host whose hipcc refuses the target, as bookworm's 5.2.3 refuses gfx942: the
+    # real hipcc is asked (when installed) in the next test; here its answer is given.
+    monkeypatch.setattr(
+        compile_check,
+        "hipcc_target_problem",
+        lambda target: f"this host's hipcc does not know {target} (invalid target ID)",
+    )
+    page = client.get(f"/projects/{project.pk}/").content.decode()
+    assert 'data-step="compile-check"' not in page and 'data-step="hipify-scan"' in page
+    assert 'data-step-missing="compile-check"' in page
+    assert "does not know gfx942" in page and "make images" in page
+    refused = client.post(
+        f"/projects/{project.pk}/steps/", {"kind": "compile-check"}, follow=True
+    ).content.decode()
+    assert "Not submitted" in refused and "make images" in refused
+    assert not Job.objects.exists()
+
+
+def test_the_hipcc_of_this_host_is_asked_whether_it_knows_a_target():
+    from stack.kinds.compile_check import hipcc_target_problem
+    from stack.tools import which
+
+    if which("hipcc") is None:
+        assert hipcc_target_problem("gfx942") == "hipcc is not installed on this host"
+        return
+    # Whatever this host's hipcc is, a made-up architecture is one it does not know.
+    assert "does not know gfx9ff" in hipcc_target_problem("gfx9ff")
