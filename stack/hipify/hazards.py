@@ -69,11 +69,16 @@ RULES: tuple[Rule, ...] = (
         "warp size hard-coded as 32",
         HIGH,
         "A constant that says the warp is 32 threads (`#define WARP_SIZE 32`, "
-        "`constexpr int kWarpSize = 32`) sizes loops, shuffles and shared memory for "
-        "half an AMD wavefront. Use `warpSize` (device) or query it "
-        "(`hipDeviceProp_t::warpSize`, host).",
+        "`constexpr int kWarpSize = 32`, `enum { warp_size = 32 }`) sizes loops, shuffles "
+        "and shared memory for half an AMD wavefront; a cooperative-groups tile of 32 "
+        "(`tiled_partition<32>`) is a warp on NVIDIA GPUs but half a wavefront on CDNA. "
+        "Use `warpSize` (device) or query it (`hipDeviceProp_t::warpSize`, host).",
         ("32",),
-        _rx(r"\b\w*warp_?size\w*\b\s*(?:=\s*|\s+)\(?\s*32\b", re.I),
+        _rx(
+            r"\b\w*warp_?size\w*\b\s*(?:=\s*|\s+)\(?\s*32\b"
+            r"|\b(?:tiled_partition|thread_block_tile)\s*<\s*32\s*>",
+            re.I,
+        ),
     ),
     Rule(
         "full-warp-mask",
@@ -86,7 +91,7 @@ RULES: tuple[Rule, ...] = (
         _rx(
             r"\b__\w+_sync\s*\(\s*0x[fF]{8}[uUlL]*\b"
             r"|#\s*define\s+\w*MASK\w*\s+\(?\s*0x[fF]{8}[uUlL]*\b"
-            r"|\b\w*mask\w*\s*=\s*0x[fF]{8}[uUlL]*\s*;",
+            r"|\b\w*mask\w*\s*=\s*\(?\s*0x[fF]{8}[uUlL]*\s*\)?\s*(?:;|>>|<<)",
             re.I,
         ),
     ),
@@ -95,12 +100,15 @@ RULES: tuple[Rule, ...] = (
         "shuffle reduction starting at offset 16",
         HIGH,
         "A butterfly/shuffle loop that starts at 16 and halves (`for (int o = 16; o > 0; "
-        "o >>= 1)`) reduces 32 lanes; on a 64-wide wavefront it leaves two partial "
-        "results. Start at `warpSize / 2`.",
-        ("16",),
+        "o >>= 1)`), or a scan that doubles up to 16 (`for (i = 1; i <= 16; i *= 2)`), "
+        "covers 32 lanes; on a 64-wide wavefront it leaves two partial results. Loop "
+        "to `warpSize / 2`.",
+        ("16", "32"),
         _rx(
             r"\bfor\s*\(\s*(?:(?:unsigned|int|auto|const|uint32_t|size_t)\s+)*\w+\s*=\s*16\s*;"
             r"[^;{}]*;[^){}]*(?:>>=\s*1|/=\s*2|>>\s*1|/\s*2)"
+            r"|\bfor\s*\([^;{}]*=\s*1\s*;\s*\w+\s*(?:<=\s*16|<\s*32)\s*;"
+            r"\s*\w+\s*(?:\*=\s*2|<<=\s*1)"
             rf"|\b__shfl_(?:down|xor|up)_sync\s*\({_ARG},{_ARG},\s*16\s*[,)]"
             rf"|\b__shfl_(?:down|xor|up)\s*\({_ARG},\s*16\s*[,)]"
         ),

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from stack.hipify.families import effort_estimate
-from stack.hipify.hazards import BY_NAME, RULE_NAMES
+from stack.hipify.hazards import BY_NAME, RULE_NAMES, SEVERITIES
 
 # Folders that hold other people's code, matched as a whole path component
 # (case-insensitive), anywhere in the path.
@@ -299,7 +299,7 @@ def assess(
         "unsupported_device_function_refs": code("unsupported_device_function"),
         "files_with_device_code": totals.sums["files_with_device_code"]
         - vs["files_with_device_code"],
-        "hazard_findings": hazards["counted"],
+        **{f"hazards_{sev}": hazards["by_severity"][sev]["counted"] for sev in SEVERITIES},
     }
     vendored_note = f"in the {len(vendored_files)} vendored files"
     left_out: dict[str, list[dict[str, Any]]] = {
@@ -313,14 +313,17 @@ def assess(
             },
         ],
         "files_with_device_code": [{"value": vs["files_with_device_code"], "why": vendored_note}],
-        "hazard_findings": [
-            {"value": hazards["vendored"], "why": vendored_note},
-            {
-                "value": hazards["switched_off"],
-                "why": "rules the project switched off"
-                + (f" ({', '.join(sorted(hazards_off))})" if hazards_off else ""),
-            },
-        ],
+        **{
+            f"hazards_{sev}": [
+                {"value": hazards["by_severity"][sev]["vendored"], "why": vendored_note},
+                {
+                    "value": hazards["by_severity"][sev]["switched_off"],
+                    "why": "rules the project switched off"
+                    + (f" ({', '.join(sorted(hazards_off))})" if hazards_off else ""),
+                },
+            ]
+            for sev in SEVERITIES
+        },
     }
     for kind, term in (
         ("unsupported", "unsupported"),
@@ -373,6 +376,7 @@ def hazard_summary(
     off = set(hazards_off)
     rules: list[dict[str, Any]] = []
     counted = vendored = switched_off = 0
+    by_severity = {sev: {"counted": 0, "vendored": 0, "switched_off": 0} for sev in SEVERITIES}
     for name in RULE_NAMES:
         rule = BY_NAME[name]
         users = totals.hazards.get(name, {})
@@ -388,11 +392,15 @@ def hazard_summary(
                 if len(first) < places:
                     first.append({"path": path, "line": line, "text": text})
         enabled = name not in off
+        tally = by_severity[rule.severity]
         if enabled:
             counted += own
+            tally["counted"] += own
         else:
             switched_off += own
+            tally["switched_off"] += own
         vendored += v
+        tally["vendored"] += v
         rules.append(
             {
                 "name": name,
@@ -411,4 +419,5 @@ def hazard_summary(
         "counted": counted,
         "vendored": vendored,
         "switched_off": switched_off,
+        "by_severity": by_severity,
     }

@@ -22,7 +22,19 @@ from stack.hipify.tables import Tables, load_tables
 from stack.hipify.totals import RECORD_VERSION, Totals, aggregate, record_core
 
 FINDINGS_SCHEMA = "rocpath.hipify-findings/1"
-CUDA_EXTENSIONS = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".inl")
+CUDA_EXTENSIONS = (
+    ".cu",
+    ".cuh",
+    ".cpp",
+    ".cc",
+    ".cxx",
+    ".c",
+    ".h",
+    ".hpp",
+    ".hxx",
+    ".hh",
+    ".inl",
+)
 ENGINES = ("fast", "hipify-perl")
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__"}
 # Below this much to examine, starting worker processes costs more than it saves.

@@ -89,7 +89,8 @@ HIPIFY_SCAN_PARAMS: dict[str, Any] = {
         "include": {
             **_GLOBS,
             "description": (
-                "Globs of files to examine (none: every .cu .cuh .cpp .cc .cxx .c .h .hpp .inl). "
+                "Globs of files to examine (none: every .cu .cuh .cpp .cc .cxx .c .h .hpp "
+                ".hxx .hh .inl). "
                 "'*' stays in a folder, '**' spans folders; a glob without '/' matches names."
             ),
         },

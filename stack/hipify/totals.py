@@ -373,9 +373,7 @@ class Totals:
             "unconverted_refs": kinds["unconverted"]["code"],
             "unsupported_device_function_refs": kinds["unsupported_device_function"]["code"],
             "files_with_device_code": totals["files_with_device_code"],
-            "hazard_findings": sum(
-                n for users in self.hazards.values() for n, _places in users.values()
-            ),
+            **self._hazards_by_severity(),
         }
         return {
             "totals": totals,
@@ -388,6 +386,15 @@ class Totals:
             "identity_mappings": dict(sorted(self.identity.items())),
             "effort": effort_estimate(effort_inputs),
         }
+
+    def _hazards_by_severity(self) -> dict[str, int]:
+        from stack.hipify.hazards import BY_NAME, SEVERITIES
+
+        out = {f"hazards_{sev}": 0 for sev in SEVERITIES}
+        for rule, users in self.hazards.items():
+            severity = BY_NAME[rule].severity if rule in BY_NAME else "low"
+            out[f"hazards_{severity}"] += sum(n for n, _places in users.values())
+        return out
 
     def dumps(self) -> bytes:
         """The state as bytes (marshal: plain data, fast to load, runs nothing)."""

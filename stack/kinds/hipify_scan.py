@@ -81,7 +81,7 @@ def measurements_for(summary: dict[str, Any]) -> list[Measurement]:
     out.append(Measurement("hipify-scan", "effort", "h", hours, [hours], better="lower"))
     # The project's own code (vendored files out, look-alike identifiers out): what
     # the burn-down draws, so a vendored header never reads as work left.
-    inputs = summary["effort"]["inputs"]
+    inputs = {**summary["effort"]["inputs"], "hazards": summary["hazards"]["counted"]}
     for metric, term in _PROJECT_METRICS:
         if term in inputs:
             value = inputs[term]
@@ -105,7 +105,7 @@ _PROJECT_METRICS = (
     ("removed", "removed_refs"),
     ("deprecated", "deprecated_refs"),
     ("unconverted", "unconverted_refs"),
-    ("hazards", "hazard_findings"),
+    ("hazards", "hazards"),
 )
 
 

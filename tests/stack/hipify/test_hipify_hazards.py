@@ -122,9 +122,29 @@ def test_a_scan_counts_hazards_per_rule_and_a_project_can_switch_rules_off(tmp_p
     quiet = scan_tree(tmp_path, jobs=1, hazards_off=["texture-surface-object", "nvml"])
     hazards = quiet.summary["hazards"]
     assert hazards["counted"] == total - 3 and hazards["switched_off"] == 3
-    assert quiet.summary["effort"]["inputs"]["hazard_findings"] == total - 3
+    inputs = quiet.summary["effort"]["inputs"]
+    assert inputs["hazards_high"] + inputs["hazards_medium"] + inputs["hazards_low"] == total - 3
+    # nvml (two findings) is high, texture-surface-object (one) low
+    assert quiet.summary["effort"]["left_out"]["hazards_high"][-1]["value"] == 2
+    assert quiet.summary["effort"]["left_out"]["hazards_low"][-1]["value"] == 1
     off = {r["name"] for r in hazards["rules"] if not r["enabled"]}
     assert off == {"texture-surface-object", "nvml"}
     # the findings themselves travel with the file's record, every rule
     record = quiet.records[0]
     assert record["hazards"] == total and len(record["hazard_findings"]) == total
+
+
+@pytest.mark.parametrize(
+    ("code", "rule"),
+    [
+        # shapes of the reduction and scan kernels of public CUDA trees (docs/hipify.md)
+        ("cg::thread_block_tile<32> tile32 = cg::tiled_partition<32>(cta);", "warp-size-constant"),
+        ("enum { warp_size = 32 };", "warp-size-constant"),
+        ("const unsigned int mask = (0xffffffff) >> maskLength;", "full-warp-mask"),
+        ("int warp_mask = 0xffffffff>> (31 - lane);", "full-warp-mask"),
+        ("for (unsigned int i = 1; i <= 16; i *= 2) {", "shuffle-offset-16"),
+        ("unsigned int maskLength = (blockSize & 31);", "warp-lane-mask"),
+    ],
+)
+def test_the_warp_size_idioms_of_reduction_and_scan_kernels_are_found(code, rule):
+    assert [h[0] for h in detect(code.encode())] == [rule]
