@@ -90,6 +90,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "summary_json": json.dumps(job.summary, indent=2) if job.summary else "",
             "params_json": json.dumps(job.params, indent=2),
             "can_write": can_write(request.user, job.team_id),
+            **presenter.context(job, request),
         },
     )
 

@@ -9,13 +9,15 @@ kind gets the plain ``Presenter``: no partial, no charts, no project step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.utils.safestring import SafeString
 
 from stack.kinds import Kind
 
 if TYPE_CHECKING:
+    from django.http import HttpRequest
+
     from jobs.models import Job
     from teams.models import AdoptionProject
 
@@ -54,6 +56,11 @@ class Presenter:
             self.partial = partial
         if step is not None:
             self.step = step
+
+    def context(self, job: Job, request: HttpRequest) -> dict[str, Any]:
+        """More for the partial's context (read from the job's artifacts, paged by the
+        request's query); none by default."""
+        return {}
 
     def charts(self, job: Job) -> list[SafeString]:
         """The charts the job page draws from the job's results."""

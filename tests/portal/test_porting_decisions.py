@@ -212,3 +212,28 @@ def test_the_hipcc_of_this_host_is_asked_whether_it_knows_a_target():
         return
     # Whatever this host's hipcc is, a made-up architecture is one it does not know.
     assert "does not know gfx9ff" in hipcc_target_problem("gfx9ff")
+
+
+@needs_hipify
+def test_the_convert_jobs_diff_is_shown_in_its_page_a_page_of_files_at_a_time(user, team):
+    from jobs import services
+
+    project = make_project(team)
+    files = {f"src/k{i:02}.cu": f"void f{i}() {{ cudaMalloc(0, {i}); }}\n" for i in range(12)}
+    _upload(project, user, "", files=files)
+    job = services.submit_job(user=user, kind="hipify-convert", project=project)
+    job.mark_queued("t")
+    assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED
+    client = Client()
+    client.force_login(user)
+
+    def diff(page: str) -> str:
+        return page.split('id="diff"')[1].split("</section>")[0]
+
+    first = diff(client.get(f"/jobs/{job.pk}/").content.decode())
+    assert "Files 1–10 of 12 changed" in first and "src/k00.cu" in first
+    assert "src/k11.cu" not in first and "?diff_page=2#diff" in first
+    assert '<span class="diff-del">-void f0() { cudaMalloc(0, 0); }</span>' in first
+    assert '<span class="diff-add">+void f0() { hipMalloc(0, 0); }</span>' in first
+    second = diff(client.get(f"/jobs/{job.pk}/", {"diff_page": 2}).content.decode())
+    assert "src/k11.cu" in second and "src/k00.cu" not in second
