@@ -18,6 +18,7 @@ from jobs.services import artifact_file
 from stack import contract
 from stack.kinds import compile_check, hipify_scan
 from teams.models import AdoptionProject
+from teams.porting import decisions_of
 
 SCAN = hipify_scan.KIND.name  # also the benchmark its measurements are stored under
 COMPILE = compile_check.KIND.name
@@ -57,16 +58,6 @@ COLUMN_TITLES = {
     "vendored": ("Vendored", "why the file is taken for third-party code (out of the estimate)"),
 }
 DEFAULT_SORT = "unsupported"
-
-
-def _latest(project: AdoptionProject, kind: str) -> Job | None:
-    # A compile check whose files failed to compile "failed", and is still the answer.
-    ended = [JobStatus.SUCCEEDED, JobStatus.FAILED] if kind == COMPILE else [JobStatus.SUCCEEDED]
-    return (
-        Job.objects.filter(project=project, kind=kind, status__in=ended)
-        .order_by("-finished_at", "-id")
-        .first()
-    )
 
 
 NO_SOURCE = "(no source)"  # the lineage of scans that name no snapshot
@@ -292,8 +283,6 @@ def porting_report(
         for a in summary.get("top_apis", [])
         if a.get("kind") in ("unsupported", "removed", "unsupported_device_function")
     ]
-    from teams.porting import decisions_of
-
     groups, tally = api_groups_with_decisions(summary.get("api_groups", []), decisions_of(project))
     identity = summary.get("identity_mappings", {})
     return {

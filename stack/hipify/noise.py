@@ -337,7 +337,7 @@ def assess(
         left_out[f"{term}_apis"] = [
             {"value": vendored_only[kind], "why": f"identifiers used only {vendored_note}"},
             {
-                "value": distinct_idents[kind] - len(decided[kind]),
+                "value": max(0, distinct_idents[kind] - len(decided[kind])),
                 "why": "identifiers folded into the API group they belong to "
                 "(typedef twins, constants of one enum)",
             },

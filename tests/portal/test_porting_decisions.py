@@ -77,6 +77,10 @@ def test_a_decision_per_api_group_is_recorded_shown_and_kept_across_scans(user, 
     html = client.get(f"/projects/{project.pk}/porting/").content.decode()
     assert "context flags are unused" in html and f"{opened - 2} open, 2 decided" in html
     assert ApiDecision.objects.filter(project=project).count() == 2
+    # Reopened: the group is open again and its decision gone.
+    client.post(page, {"api": "CUctx_flags", "decision": "reopen"})
+    assert client.get(api).json()["decisions"]["open"] == opened - 1
+    assert not ApiDecision.objects.filter(api="CUctx_flags").exists()
 
 
 def test_a_viewer_cannot_decide(team):
