@@ -73,9 +73,9 @@ RULES: tuple[Rule, ...] = (
         "and shared memory for half an AMD wavefront; a cooperative-groups tile of 32 "
         "(`tiled_partition<32>`) is a warp on NVIDIA GPUs but half a wavefront on CDNA. "
         "Use `warpSize` (device) or query it (`hipDeviceProp_t::warpSize`, host).",
-        ("32",),
+        ("warp", "Warp", "WARP", "tiled_partition", "thread_block_tile"),
         _rx(
-            r"\b\w*warp_?size\w*\b\s*(?:=\s*|\s+)\(?\s*32\b"
+            r"warp_?size\w*\s*(?:=\s*|\s+)\(?\s*32\b"
             r"|\b(?:tiled_partition|thread_block_tile)\s*<\s*32\s*>",
             re.I,
         ),
@@ -89,9 +89,9 @@ RULES: tuple[Rule, ...] = (
         "bits on AMD. Use `__activemask()` or a 64-bit mask.",
         ("0xffffffff", "0xFFFFFFFF", "0xFFFFffff", "0xffffFFFF"),
         _rx(
-            r"\b__\w+_sync\s*\(\s*0x[fF]{8}[uUlL]*\b"
+            r"_sync\s*\(\s*0x[fF]{8}[uUlL]*\b"
             r"|#\s*define\s+\w*MASK\w*\s+\(?\s*0x[fF]{8}[uUlL]*\b"
-            r"|\b\w*mask\w*\s*=\s*\(?\s*0x[fF]{8}[uUlL]*\s*\)?\s*(?:;|>>|<<)",
+            r"|mask\w*\s*=\s*\(?\s*0x[fF]{8}[uUlL]*\s*\)?\s*(?:;|>>|<<)",
             re.I,
         ),
     ),
@@ -161,7 +161,7 @@ RULES: tuple[Rule, ...] = (
         "HIP's cooperative groups cover thread blocks, tiles, coalesced and grid "
         "groups, but not `memcpy_async`/`wait`, `cg::reduce`/scans, clusters, "
         "`labeled_partition`/`binary_partition` or `invoke_one`: port them by hand.",
-        ("memcpy_async", "wait_prior", "cluster", "partition", "invoke_one", "reduce", "scan"),
+        ("cg::", "cooperative_groups"),
         _rx(
             r"\b(?:cg|cooperative_groups)::(?:memcpy_async|wait|wait_prior|reduce|"
             r"inclusive_scan|exclusive_scan|this_cluster|cluster_group|labeled_partition|"
@@ -176,7 +176,7 @@ RULES: tuple[Rule, ...] = (
         "HIP graphs cover capture, instantiation and the common node types, but not "
         "conditional nodes, device-side graph launch or capture into an existing graph; "
         "hipify may rename these without HIP having them.",
-        ("cudaGraph", "cudaStreamBeginCaptureToGraph", "cuGraph"),
+        ("Conditional", "DeviceLaunch", "CaptureToGraph", "AddNode_v2"),
         _rx(
             r"\b(?:cudaGraphConditional\w*|cudaGraphSetConditional|cudaGraphCond\w*|"
             r"cudaGraphInstantiateFlagDeviceLaunch|cudaGraphNodeTypeConditional|"
@@ -237,14 +237,27 @@ def detect(data: bytes) -> list[list[Any]]:
     """
     # latin-1: every byte is one character, as the rest of the scan reads a file
     text = data.decode("latin-1")
+    hits = raw_hits(text)
+    return in_code(text, hits, SourceMap(text), line_starts(text)) if hits else []
+
+
+def raw_hits(text: str) -> list[tuple[int, str]]:
+    """(offset, rule) of every match, comments and strings included (cheap: prefiltered)."""
     hits: list[tuple[int, str]] = []
     for rule in RULES:
         if any(needle in text for needle in rule.needles):
             hits.extend((m.start(), rule.name) for m in rule.pattern.finditer(text))
-    if not hits:
-        return []
-    smap = SourceMap(text)
-    starts = line_starts(text)
+    return hits
+
+
+def in_code(
+    text: str, hits: list[tuple[int, str]], smap: SourceMap, starts: list[int]
+) -> list[list[Any]]:
+    """The hits that sit in code, as findings (one per rule and line).
+
+    Takes the caller's SourceMap and line starts: the fast engine has built them for
+    the file's hipify findings already, and building them is most of the cost.
+    """
     out: list[list[Any]] = []
     seen: set[tuple[str, int]] = set()
     for offset, name in sorted(hits):

@@ -81,6 +81,8 @@ def _file_rx(pattern: str) -> re.Pattern[str]:
 
 
 _VENDORED_FILES = tuple((_file_rx(p), what, p) for p, what in VENDORED_FILES)
+# One pass for the common answer (no known name): the file names' patterns as one regex.
+_ANY_VENDORED_FILE = re.compile("|".join(f"(?:{rx.pattern})" for rx, _, _ in _VENDORED_FILES), re.I)
 
 
 def vendored_reason(
@@ -105,6 +107,8 @@ def vendored_reason(
         if folder in KHRONOS_FOLDERS:
             return f"in a Khronos header folder ({folder}/)"
     name = parts[-1]
+    if not _ANY_VENDORED_FILE.match(name):
+        return None
     for rx, what, pattern in _VENDORED_FILES:
         if rx.match(name):
             return f"a known bundled header ({pattern}: {what})"
@@ -117,6 +121,10 @@ _TWIN_SUFFIX = re.compile(r"(?:_enum|_st|_struct|_union)$")
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\Z")
 DECIDED_KINDS = ("unsupported", "removed", "unsupported_device_function", "deprecated")
 _KIND_RANK = {kind: i for i, kind in enumerate(DECIDED_KINDS)}
+# Groups (most used first) whose files and first places the summary lists; the rest
+# have them in findings.json (a dense tree has thousands of groups: listing every one's
+# places would cost a re-scan more than the re-scan itself).
+MAX_GROUPS_WITH_PLACES = 300
 
 
 def api_groups(identifiers: Iterable[str]) -> dict[str, str]:
@@ -160,17 +168,19 @@ def _project_api_entries(all_apis: dict[str, list[Any]], vendored_apis: dict[str
         if kind not in _KIND_RANK:
             continue
         v = vendored_apis.get(key)
-        v_total, v_code = (v[2], v[3]) if v else (0, 0)
-        v_users = set(v[4]) if v else set()
+        if v is None:  # most APIs: no vendored file uses them, nothing to take out
+            yield ident, kind, family, since, total, in_code, 0, 0, users, places
+            continue
+        v_users = set(v[4])
         yield (
             ident,
             kind,
             family,
             since,
-            total - v_total,
-            in_code - v_code,
-            v_total,
-            v_code,
+            total - v[2],
+            in_code - v[3],
+            v[2],
+            v[3],
             [u for u in users if u not in v_users],
             [(path, locs) for path, locs in places if path not in v_users],
         )
@@ -194,11 +204,18 @@ def assess(
     entries = list(_project_api_entries(all_apis, v_apis))
     group_of = api_groups(e[0] for e in entries)
     groups: dict[str, dict[str, Any]] = {}
+    rank = _KIND_RANK
+    distinct_idents = dict.fromkeys(DECIDED_KINDS, 0)  # identifiers in the project's code
+    vendored_only = dict.fromkeys(DECIDED_KINDS, 0)  # identifiers only vendored code uses
     for ident, kind, family, since, total, code, v_total, v_code, users, places in entries:
+        if code > 0:
+            distinct_idents[kind] += 1
+        elif v_code > 0:
+            vendored_only[kind] += 1
         name = group_of[ident]
-        g = groups.setdefault(
-            name,
-            {
+        g = groups.get(name)
+        if g is None:
+            g = groups[name] = {
                 "api": name,
                 "kind": kind,
                 "family": family,
@@ -207,25 +224,31 @@ def assess(
                 "total": 0,
                 "vendored_in_code": 0,
                 "vendored_total": 0,
-                "files": set(),
+                "files": [],
                 "locations": [],
-            },
-        )
-        if _KIND_RANK[kind] < _KIND_RANK[g["kind"]]:
+            }
+        elif rank[kind] < rank[g["kind"]]:
             g["kind"] = kind
+        g["files"].append(users)
+        g["locations"].append(places)
+        members = g["members"]
+        member = members.get(ident)
+        if member is None:
+            members[ident] = {
+                "kinds": [kind],
+                "since": since,
+                "in_code": code,
+                "total": total,
+                "vendored_in_code": v_code,
+                "vendored_total": v_total,
+            }
+            g["in_code"] += code
+            g["total"] += total
+            g["vendored_in_code"] += v_code
+            g["vendored_total"] += v_total
+            continue
         # An identifier in two tables (unsupported and removed) warns twice at one
         # place: the group counts its places once (the larger count).
-        member = g["members"].setdefault(
-            ident,
-            {
-                "kinds": [],
-                "since": since,
-                "in_code": 0,
-                "total": 0,
-                "vendored_in_code": 0,
-                "vendored_total": 0,
-            },
-        )
         member["kinds"].append(kind)
         member["since"] = member["since"] or since
         for field, value in (
@@ -237,20 +260,27 @@ def assess(
             grow = max(0, value - member[field])
             member[field] += grow
             g[field] += grow
-        g["files"].update(users)
-        for path, locs in places:
-            for line, ctx in locs:
-                g["locations"].append({"path": path, "line": line, "context": ctx})
     ranked = sorted(
         groups.values(),
         key=lambda g: (-g["in_code"], -g["total"], _KIND_RANK[g["kind"]], g["api"]),
     )
-    for g in ranked:
-        g["files"] = len(g["files"])
-        g["locations"] = sorted(
-            g["locations"], key=lambda loc: (loc["context"] != "code", loc["path"], loc["line"])
-        )[:max_locations]
-        g["members"] = dict(sorted(g["members"].items()))
+    for i, g in enumerate(ranked):
+        users = g["files"]
+        if len(g["members"]) > 1:
+            g["members"] = dict(sorted(g["members"].items()))
+        if i >= MAX_GROUPS_WITH_PLACES:  # the rest: files and places in findings.json
+            g["files"] = len(users[0]) if len(users) == 1 else None
+            g["locations"] = []
+            continue
+        g["files"] = len(users[0]) if len(users) == 1 else len(set().union(*users))
+        places = [
+            (p, line, ctx) for member in g["locations"] for p, locs in member for line, ctx in locs
+        ]
+        if len(g["locations"]) > 1 or len(places) > max_locations:
+            places.sort(key=lambda loc: (loc[2] != "code", loc[0], loc[1]))
+        g["locations"] = [
+            {"path": p, "line": line, "context": ctx} for p, line, ctx in places[:max_locations]
+        ]
 
     # "cudaX left after translation": known CUDA names vs the project's look-alikes
     split = {"cuda_name": {}, "project_identifier": {}}
@@ -282,11 +312,10 @@ def assess(
     def code(kind: str) -> int:
         return kinds[kind]["code"] - vk[kind]["code"]
 
-    decided = {k: [g for g in ranked if g["kind"] == k and g["in_code"]] for k in DECIDED_KINDS}
-    distinct_idents = {k: sum(1 for e in entries if e[1] == k and e[5] > 0) for k in DECIDED_KINDS}
-    vendored_only = {
-        k: sum(1 for e in entries if e[1] == k and e[5] == 0 and e[7] > 0) for k in DECIDED_KINDS
-    }
+    decided: dict[str, list[dict[str, Any]]] = {k: [] for k in DECIDED_KINDS}
+    for g in ranked:
+        if g["in_code"]:
+            decided[g["kind"]].append(g)
     inputs = {
         "converted_cuda_refs": totals.sums["cuda_refs"] - vs["cuda_refs"],
         "unsupported_apis": len(decided["unsupported"]),

@@ -32,7 +32,8 @@ def _noise_sections(summary: dict[str, Any]) -> list[str]:
             places = ", ".join(f"{p['path']}:{p['line']}" for p in g["locations"][:3])
             out.append(
                 f"| `{_cell(g['api'])}` | {g['kind']} | {len(g['members'])} | {g['in_code']} | "
-                f"{g['vendored_in_code']} | {g['files']} | {_cell(places)} |"
+                f"{g['vendored_in_code']} | {g['files'] if g['files'] is not None else '-'} | "
+                f"{_cell(places)} |"
             )
         if len(groups) > MAX_GROUP_ROWS:
             out.append(f"\n{len(groups) - MAX_GROUP_ROWS} more groups in the job summary.")

@@ -171,7 +171,6 @@ def _worker_init(die_with_parent: Callable[[], None] | None) -> None:
 
 def _examine_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
     from stack.hipify.fast import examine
-    from stack.hipify.hazards import detect
 
     tables = _WORKER["tables"]
     root = _WORKER["root"]
@@ -179,9 +178,9 @@ def _examine_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, dict[str, An
     out = []
     for rel, sha in chunk:
         data = read_file(root, rel)
-        findings = examine(data, tables, warnings=warnings)
-        findings["hazards"] = detect(data)  # the same bytes, in the same pass over files
-        out.append((sha, findings))
+        # the hazard rules in the same pass, on the same text (with warnings: a
+        # conversion-only scan, hipify's -quiet-warnings, looks for nothing)
+        out.append((sha, examine(data, tables, warnings=warnings, hazards=warnings)))
     return out
 
 
@@ -258,7 +257,7 @@ def examine_with_hipify_perl(
     for rel, sha, _size in items:
         data = read_file(root, rel)
         results[sha] = findings_from_examined(run.output.files[rel], data, types)
-        results[sha]["hazards"] = detect(data)
+        results[sha]["hazards"] = detect(data) if warnings else []
     if progress is not None:
         progress(1.0, f"hipify-perl: {run.calls} calls")
     return results
