@@ -83,6 +83,8 @@ class Presenter:
         assert self.step is not None and self.kind is not None
         label = self.step.label
         for value in project_facts(self.kind, project).values():
+            if value in ([], (), "", None):
+                continue  # an empty setting (no vendored globs) says nothing on a button
             shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
             label += f" ({shown})"
         return label
