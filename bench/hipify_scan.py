@@ -77,11 +77,12 @@ def timed_job(work: Path, cache: Path, out: Path) -> tuple[float, float, dict]:
     from stack.kinds.hipify_scan import run
     from stack.runtime import RunContext
 
-    params = validate_params("hipify-scan", {"cache_dir": str(cache)})
+    # The project's cache comes with the run context (the kind takes no cache_dir param).
+    params = validate_params("hipify-scan", {})
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     with open(os.devnull, "w") as sink:
-        ctx = RunContext(out=out, emit=Emitter(sink), work=work)
+        ctx = RunContext(out=out, emit=Emitter(sink), work=work, cache_dir=cache)
         fresh_process_state()
         before = os.times()
         started = time.monotonic()

@@ -43,7 +43,8 @@ class PortingReportView(APIView):
         ],
     )
     def get(self, request: Request, pk: int) -> Response:
-        return Response(porting_report(get_object_or_404(projects_for(request.user), pk=pk)))
+        project = get_object_or_404(projects_for(request.user), pk=pk)
+        return Response(porting_report(project, lineage=request.query_params.get("lineage")))
 
 
 routes: list = []

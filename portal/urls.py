@@ -39,6 +39,12 @@ urlpatterns = [
     path("projects/<int:pk>/porting/", views.project_porting, name="project-porting"),
     path("projects/<int:pk>/steps/", views.project_step, name="project-step"),
     path("projects/<int:pk>/alerts/", alerts.project_alerts, name="project-alerts"),
+    path("projects/<int:pk>/porting/decisions/", views.project_decision, name="project-decision"),
+    path(
+        "projects/<int:pk>/porting/settings/",
+        views.project_porting_settings,
+        name="project-porting-settings",
+    ),
     path(
         "projects/<int:pk>/sources/<int:source_pk>/file/",
         views.source_file,

@@ -35,6 +35,7 @@ from portal.forms import JobSubmitForm, ProjectForm, param_fields
 from portal.kinds import presenter_for, project_steps
 from portal.measurements import PER_PAGE, csv_response, json_response, without_samples
 from portal.porting import (
+    COLUMN_TITLES,
     DEFAULT_SORT,
     FILE_COLUMNS,
     FILES_PER_PAGE,
@@ -57,9 +58,11 @@ from results.compare import (
 from results.models import Verdict
 from roadmap.gates import roadmap_state
 from roadmap.plan import PLANS, current_phases
+from stack.hipify.hazards import describe_rules
 from stack.kinds import KINDS
 from teams.access import can_write, projects_for, teams_for, writable_team_ids
-from teams.models import AdoptionProject, SourceSnapshot, Team
+from teams.models import AdoptionProject, ApiDecision, SourceSnapshot, Team
+from teams.porting import PortingInputError, forget_decision, record_decision, save_porting_settings
 from teams.sources import (
     BROKER_DOWN_NOTE,
     SourceError,
@@ -130,7 +133,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "measurements_page": measurements,
             "charts": job_charts(job, presenter),
             "presenter": presenter,
-            **presenter.context(job),
+            **presenter.context(job, request),
             "environment": job.environment,
             "env_data": job.environment.data if job.environment else None,
             "summary_json": json.dumps(job.summary, indent=2) if small else "",
@@ -374,14 +377,27 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("portal:project-detail", pk=pk)
         try:
             if archive := request.FILES.get("archive"):
-                snapshot = add_upload(project, archive, archive.name, request.user, archive.size)
+                snapshot = add_upload(
+                    project,
+                    archive,
+                    archive.name,
+                    request.user,
+                    archive.size,
+                    lineage=request.POST.get("lineage", ""),
+                )
                 messages.info(
                     request,
                     f"Source {snapshot.pk}: {snapshot.file_count} files checked; "
                     "a worker is extracting them.",
                 )
             elif url := request.POST.get("git_url", "").strip():
-                snapshot = add_git(project, url, request.POST.get("ref", "").strip(), request.user)
+                snapshot = add_git(
+                    project,
+                    url,
+                    request.POST.get("ref", "").strip(),
+                    request.user,
+                    lineage=request.POST.get("lineage", ""),
+                )
                 messages.info(request, f"Source {snapshot.pk}: a worker is cloning {url}.")
             else:
                 messages.error(request, "Choose an archive or give a git URL.")
@@ -397,6 +413,12 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ready = writable and newest_ready(project) is not None
     # kind -> what its button says, with what the job takes from the project
     steps = {p.kind.name: p.step_label(project) for p in project_steps()} if ready else {}
+    # kind -> why it cannot run here and how to fix it: said instead of a failing button
+    blocked = (
+        {p.kind.name: problem for p in project_steps() if (problem := p.step_problem(project))}
+        if ready
+        else {}
+    )
     sources = list(project.sources.all()[:20])
     states = roadmap_state(project)
     current = next((st for st in states if st.status in ("active", "blocked")), None)
@@ -418,6 +440,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "jobs": project.jobs.all()[:20],
             "can_write": writable,
             "steps": steps,
+            "blocked": blocked,
             "source_ready": ready,
         },
     )
@@ -434,6 +457,9 @@ def project_step(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("no such step")
     if not can_write(request.user, project.team_id):
         messages.error(request, "Viewers cannot submit jobs.")
+        return redirect("portal:project-detail", pk=pk)
+    if problem := presenter_for(kind).step_problem(project):
+        messages.error(request, f"Not submitted: {problem}.")
         return redirect("portal:project-detail", pk=pk)
     try:
         job = services.submit_job(
@@ -459,7 +485,9 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
         sort = DEFAULT_SORT
     descending = request.GET.get("dir", "desc") != "asc"
     export = request.GET.get("format") == "html"
-    report = porting_report(project, sort=sort, descending=descending)
+    report = porting_report(
+        project, sort=sort, descending=descending, lineage=request.GET.get("lineage")
+    )
     series = burn_down_series(report["burn_down"])
     # The page shows the file table a page at a time; the download holds every file.
     files_page = Paginator(report["files"], FILES_PER_PAGE).get_page(request.GET.get("page"))
@@ -472,9 +500,20 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
             else None
         ),
         "scan_kind": SCAN,
+        # The download is opened on its own: its links must name the portal in full.
+        "base": request.build_absolute_uri("/").rstrip("/") if export else "",
+        "page_url": (
+            request.build_absolute_uri(reverse("portal:project-porting", args=[project.pk]))
+            if export
+            else ""
+        ),
         "sort": sort,
         "descending": descending,
-        "columns": FILE_COLUMNS,
+        "columns": [(c, *COLUMN_TITLES[c]) for c in FILE_COLUMNS],
+        "can_decide": not export and can_write(request.user, project.team_id),
+        "decision_choices": ApiDecision.Decision.choices,
+        "hazard_rules": describe_rules(project.porting_setting("hazards_off")),
+        "porting_settings": project.porting_settings or {},
         "files": report["files"] if export else files_page.object_list,
         "files_page": None if export else files_page,
         "css": (Path(settings.BASE_DIR) / "static" / "css" / "rocpath.css").read_text()
@@ -486,6 +525,57 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
         response["Content-Disposition"] = f'attachment; filename="porting-{project.pk}.html"'
         return response
     return render(request, "portal/porting.html", context)
+
+
+@login_required
+@require_POST
+def project_decision(request: HttpRequest, pk: int) -> HttpResponse:
+    """Record the team's decision on one API group (the report's form); "reopen" removes it."""
+    project = _project(request, pk)
+    if not can_write(request.user, project.team_id):
+        messages.error(request, "Viewers cannot record decisions.")
+        return redirect("portal:project-porting", pk=pk)
+    api = request.POST.get("api", "")
+    if request.POST.get("decision") == "reopen":
+        forget_decision(project, api)
+        messages.info(request, f"{api}: open again.")
+    else:
+        try:
+            record_decision(
+                project,
+                api=api,
+                decision=request.POST.get("decision", ""),
+                replacement=request.POST.get("replacement", ""),
+                note=request.POST.get("note", ""),
+                user=request.user,
+            )
+            messages.success(request, f"{api}: decision recorded.")
+        except PortingInputError as exc:
+            messages.error(request, f"Not recorded: {exc}")
+    return redirect(reverse("portal:project-porting", args=[pk]) + "#api-groups")
+
+
+@login_required
+@require_POST
+def project_porting_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    """The project's scan settings: vendored globs (added, taken back), hazard rules off."""
+    project = _project(request, pk)
+    if not can_write(request.user, project.team_id):
+        messages.error(request, "Viewers cannot change scan settings.")
+        return redirect("portal:project-porting", pk=pk)
+    try:
+        save_porting_settings(
+            project,
+            {
+                "vendored": request.POST.get("vendored", ""),
+                "not_vendored": request.POST.get("not_vendored", ""),
+                "hazards_off": request.POST.getlist("hazards_off"),
+            },
+        )
+        messages.success(request, "Scan settings saved: the next scan takes them.")
+    except PortingInputError as exc:
+        messages.error(request, f"Not saved: {exc}")
+    return redirect(reverse("portal:project-porting", args=[pk]) + "#scan-settings")
 
 
 SOURCE_VIEW_BYTES = 2 * 1024 * 1024  # the viewer shows at most this much of a file

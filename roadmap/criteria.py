@@ -21,7 +21,6 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
-from django.apps import apps
 from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
@@ -65,14 +64,6 @@ def _job_link(job: Job, label: str | None = None) -> Link:
         label or f"job {job.pk} ({job.kind}, {job.status})",
         reverse("portal:job-detail", args=[job.pk]),
     )
-
-
-def _optional_model(label: str) -> Any | None:
-    """A model another part of rocpath adds (None until it exists)."""
-    try:
-        return apps.get_model(label)
-    except LookupError:
-        return None
 
 
 @dataclass
@@ -161,13 +152,15 @@ def scan_of_current_code(f: Facts) -> Verdict:
 
 
 def _decisions(f: Facts) -> tuple[int, int] | None:
-    """(decided, open) unsupported API groups of the current scan; None: not recorded."""
-    model = _optional_model("portal.ApiDecision")
-    if model is None or f.scan is None:
-        return None
-    from teams.decisions import decision_counts  # present with the model
+    """(decided, open) API groups of the current scan that its project's own code uses;
+    None for a scan from before API groups were recorded."""
+    from teams.porting import api_groups_with_decisions, decisions_of
 
-    return decision_counts(f.project, f.scan)
+    groups = (f.scan.summary or {}).get("api_groups") if f.scan else None
+    if groups is None:
+        return None
+    _, tally = api_groups_with_decisions(groups, decisions_of(f.project))
+    return tally["decided"], tally["open"]
 
 
 def unsupported_apis_decided(f: Facts) -> Verdict:
@@ -181,8 +174,9 @@ def unsupported_apis_decided(f: Facts) -> Verdict:
     if counts is None:
         return Verdict(
             UNAVAILABLE,
-            "Per-API decisions are not recorded by this rocpath yet; the gate stays shut "
-            "until they are, or a person overrides it.",
+            "This scan is from before API groups were recorded: scan again to decide them.",
+            (_job_link(f.scan),),
+            fix=Link("Run the scan", reverse("portal:project-detail", args=[f.project.pk])),
         )
     decided, undecided = counts
     status = PASSED if undecided == 0 else FAILED
@@ -300,8 +294,8 @@ def unsupported_zero_or_decided(f: Facts) -> Verdict:
     if verdict.status == UNAVAILABLE:
         return Verdict(
             FAILED,
-            f"{f.unsupported_in_code} unsupported references in code, and decisions are not "
-            "recorded by this rocpath yet.",
+            f"{f.unsupported_in_code} unsupported references in code, and the scan is too "
+            "old to decide them by API group.",
             (_job_link(f.scan),),
         )
     return verdict

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from teams.models import AdoptionProject, Membership, SourceSnapshot, Team
+from teams.models import AdoptionProject, ApiDecision, Membership, SourceSnapshot, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -49,3 +49,11 @@ class SourceSnapshotAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: object, obj: object = None) -> bool:
         return False
+
+
+@admin.register(ApiDecision)
+class ApiDecisionAdmin(admin.ModelAdmin):
+    list_display = ["project", "api", "decision", "replacement", "decided_by", "updated_at"]
+    list_filter = ["decision"]
+    search_fields = ["api", "note"]
+    list_select_related = ["project__team", "decided_by"]

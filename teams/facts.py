@@ -17,6 +17,9 @@ from teams.models import AdoptionProject
 # A fact's name -> how to read it from a project
 FACTS: dict[str, Callable[[AdoptionProject], Any]] = {
     ProjectFact.COMPILE_TARGETS: AdoptionProject.compile_targets,
+    ProjectFact.VENDORED: lambda p: p.porting_setting("vendored"),
+    ProjectFact.NOT_VENDORED: lambda p: p.porting_setting("not_vendored"),
+    ProjectFact.HAZARDS_OFF: lambda p: p.porting_setting("hazards_off"),
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.db import models
 
@@ -52,6 +54,14 @@ class AdoptionProject(models.Model):
     target_gpus = models.JSONField(
         default=list, blank=True, help_text='GPU models or gfx targets, e.g. ["MI300X", "gfx942"]'
     )
+    porting_settings = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=(
+            'how the HIPIFY scan reads the code: {"vendored": [globs], "not_vendored": '
+            '[globs], "hazards_off": [rule names]} (docs/hipify.md)'
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -62,6 +72,11 @@ class AdoptionProject(models.Model):
 
     def __str__(self) -> str:
         return f"{self.team.slug}/{self.name}"
+
+    def porting_setting(self, name: str) -> list[str]:
+        """One list of porting_settings (teams.porting.clean_porting_settings checked it)."""
+        value = (self.porting_settings or {}).get(name, [])
+        return [str(v) for v in value] if isinstance(value, list) else []
 
     def compile_targets(self) -> list[str]:
         """The AMD architectures to compile this project for, from its target GPUs.
@@ -114,6 +129,14 @@ class SourceSnapshot(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     name = models.CharField(max_length=300, help_text="file name, or repository URL")
     ref = models.CharField(max_length=200, blank=True, help_text="git branch, tag or commit")
+    lineage = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text=(
+            "which code this is a version of; blank: derived from the name "
+            "(docs/hipify.md, 'Lineages')"
+        ),
+    )
     commit = models.CharField(max_length=64, blank=True)
     archive_sha256 = models.CharField(max_length=64, blank=True)
     file_count = models.PositiveIntegerField(default=0)
@@ -134,8 +157,84 @@ class SourceSnapshot(models.Model):
         return f"{self.project} source {self.pk} ({self.origin})"
 
     @property
+    def lineage_key(self) -> str:
+        """The lineage this snapshot belongs to: the one the team named, or one derived.
+
+        A porting report's burn-down follows one lineage (one codebase over time), so
+        the scan of an unrelated tree never reads as progress on this one.
+        """
+        return self.lineage.strip() or derived_lineage(self.origin, self.name)
+
+    @property
     def status_label(self) -> str:
         """What the page shows: a pending upload is being extracted, a pending clone cloned."""
         if self.status == self.Status.PENDING:
             return "Extracting…" if self.origin == self.Origin.UPLOAD else "Cloning…"
         return self.get_status_display()
+
+
+_ARCHIVE_SUFFIX = re.compile(r"\.(?:tar\.gz|tgz|tar\.bz2|tar\.xz|tar|zip)$", re.I)
+# A version, date or build number at the end of an archive's stem: solver-1.2.3,
+# solver_v2, solver-20260101, solver-1.0-rc1.
+_VERSION_TAIL = re.compile(r"(?:[-_. ]+v?\d[\w.]*(?:[-_.](?:rc|alpha|beta|dev)\d*)?)+$", re.I)
+
+
+def derived_lineage(origin: str, name: str) -> str:
+    """A lineage from a source's origin and name, when the team named none.
+
+    A git source is the repository: its URL without scheme case, a trailing slash or
+    ``.git`` (every branch and commit of it is one lineage). An upload is the archive's
+    name without its suffix and a trailing version (``solver-1.2.tar.gz`` and
+    ``solver-1.3.zip`` are one lineage, ``other.zip`` another). The two origins never
+    share a lineage unless the team names it.
+    """
+    text = name.strip()
+    if origin == SourceSnapshot.Origin.GIT:
+        text = text.rstrip("/")
+        text = text[:-4] if text.lower().endswith(".git") else text
+        scheme, sep, rest = text.partition("://")
+        if sep:
+            host, slash, path = rest.partition("/")
+            text = f"{scheme.lower()}://{host.lower()}{slash}{path}"
+        return f"git {text}"
+    stem = _ARCHIVE_SUFFIX.sub("", text.rsplit("/", 1)[-1])
+    return f"upload {_VERSION_TAIL.sub('', stem) or stem}"
+
+
+class ApiDecision(models.Model):
+    """What a team decided to do about one CUDA API HIP lacks, in one project.
+
+    Keyed by the API's name (its group, docs/hipify.md), not by a scan: a re-scan
+    finds the same names and so keeps the decisions; the roadmap reads whether every
+    unsupported API of the project is decided.
+    """
+
+    class Decision(models.TextChoices):
+        PORT = "port", "Port by hand"
+        LIBRARY = "library", "Replace with a library call"
+        STUB = "stub", "Stub it out"
+        DROP = "drop", "Drop the feature"
+        WONTFIX = "wontfix", "Won't fix"
+
+    project = models.ForeignKey(
+        AdoptionProject, on_delete=models.CASCADE, related_name="api_decisions"
+    )
+    api = models.CharField(max_length=200, help_text="the API group's name, as the report shows it")
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    replacement = models.CharField(
+        max_length=200, blank=True, help_text="the library call it is replaced with"
+    )
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["project", "api"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "api"], name="api_decision_unique_api")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project}: {self.api} -> {self.decision}"

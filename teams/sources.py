@@ -31,6 +31,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from config.celery import queue_task
+from stack.hipify.scan import CUDA_EXTENSIONS, SKIP_DIRS
 from teams import archives, gitintake
 from teams.archives import Limits, SourceError
 from teams.models import AdoptionProject, SourceSnapshot, Team
@@ -112,10 +113,16 @@ def archive_format(filename: str) -> str:
 
 
 def add_upload(
-    project: AdoptionProject, fileobj: IO[bytes], filename: str, user: Any, size: int | None = None
+    project: AdoptionProject,
+    fileobj: IO[bytes],
+    filename: str,
+    user: Any,
+    size: int | None = None,
+    lineage: str = "",
 ) -> SourceSnapshot:
     """Check an uploaded archive's member list and queue its extraction; SourceError leaves
-    nothing (no row, no file)."""
+    nothing (no row, no file). ``lineage``: which code it is a version of (blank: derived
+    from the name, SourceSnapshot.lineage_key)."""
     fmt = archive_format(filename)
     cap = settings.ROCPATH_UPLOAD_MAX_BYTES
     if size is not None and size > cap:
@@ -128,6 +135,7 @@ def add_upload(
     try:
         digest = _receive(fileobj, incoming, filename, cap)
         plan = archives.survey(incoming, fmt, team_limits(project.team_id))
+        require_cuda_relevant(_plan_files(plan), filename)
         with transaction.atomic():
             # One upload of a team at a time past this point, so two cannot share a quota.
             Team.objects.select_for_update().filter(pk=project.team_id).first()
@@ -140,6 +148,7 @@ def add_upload(
                 project=project,
                 origin=SourceSnapshot.Origin.UPLOAD,
                 name=filename[:300],
+                lineage=check_lineage(lineage),
                 created_by=user,
                 archive_sha256=digest,
                 file_count=plan.files,
@@ -155,6 +164,40 @@ def add_upload(
             shutil.rmtree(base, ignore_errors=True)
         raise  # the transaction rolls the row back
     return snapshot
+
+
+def check_lineage(lineage: str) -> str:
+    """A lineage a team typed: trimmed, printable, at most 200 characters."""
+    text = (lineage or "").strip()
+    if len(text) > 200:
+        raise SourceError("lineage: longer than 200 characters")
+    if any(not ch.isprintable() for ch in text):
+        raise SourceError("lineage: only printable characters")
+    return text
+
+
+def cuda_relevant(path: str) -> bool:
+    """Whether the scan would read this relative path (its extension, no VCS folder)."""
+    parts = path.split("/")
+    return path.lower().endswith(CUDA_EXTENSIONS) and not SKIP_DIRS.intersection(parts[:-1])
+
+
+def require_cuda_relevant(paths: Any, what: str) -> None:
+    """Refuse a tree in which the HIPIFY scan would read nothing.
+
+    An empty or unrelated upload would otherwise be a ready source with 0 files, and
+    its scan a report saying "0 unsupported": a burn-down that falls to 0 by accident.
+    """
+    if not any(cuda_relevant(p) for p in paths):
+        raise SourceError(
+            f"{what!r}: no CUDA-relevant file (none named {', '.join(CUDA_EXTENSIONS)} "
+            "outside VCS folders): there would be nothing to assess or port"
+        )
+
+
+def _plan_files(plan: archives.Plan) -> Any:
+    # Regular files and hard links (written as copies); the scan follows no symlink.
+    return ("/".join(m.path) for m in plan.members if m.kind in (archives.FILE, archives.HARDLINK))
 
 
 def _receive(fileobj: IO[bytes], path: Path, filename: str, cap: int) -> str:
@@ -189,6 +232,7 @@ def extract_upload(snapshot_id: int) -> None:
             raise SourceError("the uploaded archive is gone (was the worker restarted?)")
         limits = team_limits(snapshot.project.team_id, exclude=snapshot.pk)
         plan = archives.survey(archive, fmt, limits)
+        require_cuda_relevant(_plan_files(plan), snapshot.name)
         written = archives.materialise(archive, plan, base / "tree", limits)
     except Exception as exc:
         if not isinstance(exc, SourceError):
@@ -206,8 +250,11 @@ def extract_upload(snapshot_id: int) -> None:
 
 
 # --- git --------------------------------------------------------------------------
-def add_git(project: AdoptionProject, url: str, ref: str, user: Any) -> SourceSnapshot:
+def add_git(
+    project: AdoptionProject, url: str, ref: str, user: Any, lineage: str = ""
+) -> SourceSnapshot:
     """Record a git source; a worker clones it (teams.fetch_git_source) after commit."""
+    lineage = check_lineage(lineage)
     gitintake.check_url(url, project.team.slug)
     gitintake.check_ref(ref)
     _check_source_count(project.team_id)
@@ -217,6 +264,7 @@ def add_git(project: AdoptionProject, url: str, ref: str, user: Any) -> SourceSn
             origin=SourceSnapshot.Origin.GIT,
             name=url[:300],
             ref=ref[:200],
+            lineage=lineage,
             created_by=user,
         )
         _queue(CLONE_TASK, snapshot.pk)
@@ -240,6 +288,7 @@ def clone(snapshot: SourceSnapshot) -> None:
         commit = _head(staging / ".git")
         shutil.rmtree(staging / ".git")
         files, total = _count(staging, limits)
+        require_cuda_relevant(_tree_files(staging), snapshot.name)
         shutil.rmtree(home)
         staging.chmod(0o755)
         staging.rename(base / "tree")
@@ -268,6 +317,13 @@ def _head(git_dir: Path) -> str:
                 return line.split()[0][:64]
         return ""
     return head[:64]
+
+
+def _tree_files(root: Path) -> Any:
+    for folder, _dirs, names in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        for name in names:
+            yield name if rel == "." else f"{rel}/{name}"
 
 
 def _count(root: Path, limits: Limits) -> tuple[int, int]:

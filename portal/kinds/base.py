@@ -16,6 +16,8 @@ from django.utils.safestring import SafeString
 from stack.kinds import Kind
 
 if TYPE_CHECKING:
+    from django.http import HttpRequest
+
     from jobs.models import Job
     from teams.models import AdoptionProject
 
@@ -56,13 +58,21 @@ class Presenter:
         if step is not None:
             self.step = step
 
+    def context(self, job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
+        """What the kind's partial reads beyond the page's own context (judged from the
+        job, read from its artifacts, paged by the request's query); none by default."""
+        return {}
+
     def charts(self, job: Job) -> list[SafeString]:
         """The charts the job page draws from the job's results."""
         return []
 
-    def context(self, job: Job) -> dict[str, Any]:
-        """What the kind's partial reads beyond the page's own context (judged from the job)."""
-        return {}
+    def step_problem(self, project: AdoptionProject) -> str | None:
+        """Why the step cannot run on this installation, and how to fix it (None: it can).
+
+        The page shows this instead of a button that would only fail.
+        """
+        return None
 
     def step_label(self, project: AdoptionProject) -> str:
         """The step's button: its label, then what the job takes from this project.
@@ -74,6 +84,8 @@ class Presenter:
         assert self.step is not None and self.kind is not None
         label = self.step.label
         for value in project_facts(self.kind, project).values():
+            if value in ([], (), "", None):
+                continue  # an empty setting (no vendored globs) says nothing on a button
             shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
             label += f" ({shown})"
         return label

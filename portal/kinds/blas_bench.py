@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models.fields.json import KeyTransform
+from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
 from jobs.models import Job
@@ -157,7 +158,7 @@ class BlasBenchPresenter(Presenter):
         ).values_list("benchmark", "case", "metric", "unit", "value", "better")
         return family_charts(rows)
 
-    def context(self, job: Job) -> dict[str, Any]:
+    def context(self, job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
         # Only the parts the partial shows, read from the database: the summary's tables
         # are most of its megabyte. The claims are judged for noise again (judge_noise),
         # so a job stored before that check shows it too; the GEMM table, which that

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest
+
 from jobs.models import Job, TunedFile
 from jobs.services.tuned_files import freshness, target_environment
 from portal.kinds.base import Presenter
@@ -16,7 +18,7 @@ class TunePresenter(Presenter):
 
     partial = "portal/kinds/tune_gemm.html"
 
-    def context(self, job: Job) -> dict[str, Any]:
+    def context(self, job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
         """The registered file and how it stands against the team's latest stack."""
         tuned = TunedFile.objects.filter(job=job).first()
         if tuned is None:

@@ -132,6 +132,11 @@ EFFORT_WEIGHTS: dict[str, float] = {
     "unconverted_refs": 0.25,  # cudaX tokens hipify left untranslated
     "unsupported_device_function_refs": 0.5,
     "files_with_device_code": 1.0,  # build, test and tune each translated kernel file
+    # per place a hazard rule found (stack.hipify.hazards), by the rule's severity: a
+    # warp-size idiom or PTX is a rewrite to check, a texture object a review
+    "hazards_high": 1.0,
+    "hazards_medium": 0.5,
+    "hazards_low": 0.1,
 }
 
 HOURS_PER_DAY = 6.0

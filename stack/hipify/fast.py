@@ -33,6 +33,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from typing import Any
 
+from stack.hipify import hazards as _hazards
 from stack.hipify.lexer import SourceMap, line_bounds, line_starts
 from stack.hipify.lexer import is_word_char as _is_word_char
 from stack.hipify.tables import CUDA_TOKEN, UNCONVERTED, Check, Tables
@@ -447,7 +448,9 @@ def _unconverted_warnings(idx: _Index, text: str) -> tuple[list[tuple[int, int, 
     return out, starts
 
 
-def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, Any]:
+def examine(
+    data: bytes, tables: Tables, *, warnings: bool = True, hazards: bool = False
+) -> dict[str, Any]:
     """The findings for one file's content (path-free, so they can be cached by hash).
 
     Returns ``loc``, ``converted_refs`` (hipify-perl's "CONVERTED refs count"),
@@ -460,6 +463,8 @@ def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, 
     that only the translated line holds, within the translated line).
 
     ``warnings=False`` is ``-quiet-warnings``: conversion counts only.
+    ``hazards``: also run the hazard rules (stack.hipify.hazards) on the same text,
+    with the same SourceMap, into ``hazards`` (not hipify-perl's: the scan's own).
     """
     idx = index_for(tables)
     text = data.decode("latin-1")
@@ -488,6 +493,7 @@ def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, 
     loc = final.count("\n")
 
     found: list[list[Any]] = []
+    smap: SourceMap | None = None
     if table_hits or unconverted:
         smap = SourceMap(text)
         if not starts:
@@ -512,6 +518,14 @@ def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, 
                 context = converted_map.context(converted_starts[line_no - 1] + col, len(token))
             found.append([line_no, col, token, UNCONVERTED, None, context])
 
+    hazard_findings: list[list[Any]] = []
+    if hazards:
+        hits = _hazards.raw_hits(text)
+        if hits:
+            hazard_findings = _hazards.in_code(
+                text, hits, smap or SourceMap(text), starts or line_starts(text)
+            )
+
     substs = tables.substs
     refs = sorted(
         ([substs[i].cuda, substs[i].hip, substs[i].type, n] for i, n in counts.items()),
@@ -527,4 +541,5 @@ def examine(data: bytes, tables: Tables, *, warnings: bool = True) -> dict[str, 
         "printed": bool(converted_refs + len(found)),
         "refs": refs,
         "warnings": found,
+        **({"hazards": hazard_findings} if hazards else {}),
     }

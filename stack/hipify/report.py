@@ -13,10 +13,57 @@ _KIND_TITLES = {
     "unconverted": "cudaX left after translation",
 }
 MAX_FILE_ROWS = 500
+MAX_GROUP_ROWS = 200
 
 
 def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _noise_sections(summary: dict[str, Any]) -> list[str]:
+    """API groups, hazards, vendored files and the unconverted split (stack.hipify.noise)."""
+    out: list[str] = []
+    groups = [g for g in summary.get("api_groups", []) if g["in_code"]]
+    if groups:
+        out += ["", "## APIs HIP lacks, grouped (one decision each)", ""]
+        out += ["| API group | kind | members | in code | vendored | files | first places |"]
+        out.append("|---|---|---:|---:|---:|---:|---|")
+        for g in groups[:MAX_GROUP_ROWS]:
+            places = ", ".join(f"{p['path']}:{p['line']}" for p in g["locations"][:3])
+            out.append(
+                f"| `{_cell(g['api'])}` | {g['kind']} | {len(g['members'])} | {g['in_code']} | "
+                f"{g['vendored_in_code']} | {g['files'] if g['files'] is not None else '-'} | "
+                f"{_cell(places)} |"
+            )
+        if len(groups) > MAX_GROUP_ROWS:
+            out.append(f"\n{len(groups) - MAX_GROUP_ROWS} more groups in the job summary.")
+    hazards = summary.get("hazards")
+    if hazards:
+        out += ["", "## Hazards HIPIFY cannot see", ""]
+        out += ["| rule | severity | findings | vendored | counted | first places |"]
+        out.append("|---|---|---:|---:|---|---|")
+        for h in hazards["rules"]:
+            if h["findings"] or h["vendored"]:
+                places = ", ".join(f"{p['path']}:{p['line']}" for p in h["locations"][:3])
+                out.append(
+                    f"| `{h['name']}` | {h['severity']} | {h['findings']} | {h['vendored']} | "
+                    f"{'yes' if h['enabled'] else 'switched off'} | {_cell(places)} |"
+                )
+    split = summary.get("unconverted_split")
+    if split:
+        out += [
+            "",
+            f"cudaX tokens left after translation in the project's code: "
+            f"{split['cuda_name']['refs']} are CUDA names HIP lacks, "
+            f"{split['project_identifier']['refs']} the project's own identifiers "
+            f"({', '.join(f'`{n}`' for n in list(split['project_identifier']['top'])[:10])}).",
+        ]
+    vendored = summary.get("vendored")
+    if vendored and vendored["files"]:
+        out += ["", "## Vendored code (left out of the estimate)", ""]
+        out += ["| file | why |", "|---|---|"]
+        out += [f"| {_cell(p)} | {_cell(why)} |" for p, why in vendored["paths"].items()]
+    return out
 
 
 def markdown_report(result: Any) -> str:
@@ -73,9 +120,22 @@ def markdown_report(result: Any) -> str:
         "| input | value | hours each | hours |",
         "|---|---:|---:|---:|",
     ]
+    left_out = effort.get("left_out", {})
+    lines[-2:] = [
+        "| input | counted | hours each | hours | left out, and why |",
+        "|---|---:|---:|---:|---|",
+    ]
     for key, value in effort["inputs"].items():
         weight, term = effort["weights_hours"][key], effort["terms_hours"][key]
-        lines.append(f"| {key} | {value} | {weight:g} | {term:g} |")
+        why = "; ".join(f"{p['value']} {p['why']}" for p in left_out.get(key, [])) or "-"
+        lines.append(f"| {key} | {value} | {weight:g} | {term:g} | {_cell(why)} |")
+    if "effort_everything" in summary:
+        lines += [
+            "",
+            f"Counting every file and identifier as hipify-perl reports them: "
+            f"{summary['effort_everything']['hours']} hours.",
+        ]
+    lines += _noise_sections(summary)
     lines += ["", "## By API family", "", "| family | converted refs | warnings (code) |"]
     lines.append("|---|---:|---|")
     for name, fam in summary["families"].items():

@@ -22,9 +22,21 @@ from stack.hipify.tables import Tables, load_tables
 from stack.hipify.totals import RECORD_VERSION, Totals, aggregate, record_core
 
 FINDINGS_SCHEMA = "rocpath.hipify-findings/1"
-CUDA_EXTENSIONS = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".inl")
+CUDA_EXTENSIONS = (
+    ".cu",
+    ".cuh",
+    ".cpp",
+    ".cc",
+    ".cxx",
+    ".c",
+    ".h",
+    ".hpp",
+    ".hxx",
+    ".hh",
+    ".inl",
+)
 ENGINES = ("fast", "hipify-perl")
-_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__"}
+SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__"}
 # Below this much to examine, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 256 * 1024
 
@@ -114,7 +126,7 @@ def collect_files(
                 continue
             rel = prefix + name
             if entry.is_dir(follow_symlinks=False):
-                if name not in _SKIP_DIRS:
+                if name not in SKIP_DIRS:
                     walk(entry.path, rel + "/")
                 continue
             if not name.lower().endswith(exts) or not entry.is_file(follow_symlinks=False):
@@ -166,7 +178,9 @@ def _examine_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, dict[str, An
     out = []
     for rel, sha in chunk:
         data = read_file(root, rel)
-        out.append((sha, examine(data, tables, warnings=warnings)))
+        # the hazard rules in the same pass, on the same text (with warnings: a
+        # conversion-only scan, hipify's -quiet-warnings, looks for nothing)
+        out.append((sha, examine(data, tables, warnings=warnings, hazards=warnings)))
     return out
 
 
@@ -232,6 +246,7 @@ def examine_with_hipify_perl(
     from that place.
     """
     from stack.hipify.examine import run_examine
+    from stack.hipify.hazards import detect
 
     paths = [rel for rel, _, _ in items]
     if progress is not None:
@@ -242,6 +257,7 @@ def examine_with_hipify_perl(
     for rel, sha, _size in items:
         data = read_file(root, rel)
         results[sha] = findings_from_examined(run.output.files[rel], data, types)
+        results[sha]["hazards"] = detect(data) if warnings else []
     if progress is not None:
         progress(1.0, f"hipify-perl: {run.calls} calls")
     return results
@@ -306,10 +322,15 @@ class ScanResult:
     cached: int
     duplicates: int
     timings: dict[str, float] = field(default_factory=dict)
+    vendored: dict[str, str] = field(default_factory=dict)  # path -> why it is vendored
 
     def rows(self) -> list[dict[str, Any]]:
         """Per-file counts without the warnings (for the report's file table)."""
-        return self.totals.rows(p for p, _, _ in self.files)
+        vendored = self.vendored
+        rows = self.totals.rows(p for p, _, _ in self.files)
+        for row in rows:
+            row["vendored"] = vendored.get(row["path"])
+        return rows
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -317,7 +338,13 @@ class ScanResult:
         import json
 
         return [
-            {"path": p, "sha256": sha, "device_code": dev, **json.loads(self.cores[sha])}
+            {
+                "path": p,
+                "sha256": sha,
+                "device_code": dev,
+                "vendored": self.vendored.get(p),
+                **json.loads(self.cores[sha]),
+            }
             for p, sha, dev in self.files
         ]
 
@@ -338,12 +365,14 @@ class ScanResult:
 
         header = json.dumps(self._header(extra), separators=(",", ":"))
         parts = [header[:-1], ',"files":[']
+        vendored = self.vendored
         for i, (path, sha, dev) in enumerate(self.files):
             if i:
                 parts.append(",")
             parts.append(
                 f'{{"path":{json.dumps(path)},"sha256":"{sha}",'
                 f'"device_code":{"true" if dev else "false"},'
+                f'"vendored":{json.dumps(vendored.get(path))},'
             )
             parts.append(self.cores[sha][1:])
         parts.append("]}")
@@ -392,6 +421,9 @@ def scan_tree(
     hipify_perl: str | None = None,
     progress: Progress | None = None,
     files: Sequence[str] | None = None,
+    vendored: Sequence[str] = (),
+    not_vendored: Sequence[str] = (),
+    hazards_off: Sequence[str] = (),
 ) -> ScanResult:
     """Examine every CUDA-relevant file under ``root`` and sum up.
 
@@ -399,7 +431,9 @@ def scan_tree(
     tables come from ``cache_dir``, and so do the previous scan's totals, which
     are updated with what changed (:func:`_sum_up`); identical files are examined
     once. Raises ToolMissing when hipify-perl (whose tables the fast engine
-    reads) is absent.
+    reads) is absent. ``vendored`` / ``not_vendored``: the project's globs of
+    third-party code, added to and taken from what stack.hipify.noise detects;
+    ``hazards_off``: hazard rules the project does not count.
     """
     import json
     import marshal
@@ -461,6 +495,9 @@ def scan_tree(
             new_entries[sha] = (cores[sha], marshal.dumps(agg))
         selection = json.dumps([list(include), list(exclude), files is not None])
         totals, totals_from = _sum_up(hashed, aggregates, cores, cache, selection)
+        vendored_files, noise = _noise(
+            hashed, totals, aggregates, cores, cache, tables, vendored, not_vendored, hazards_off
+        )
         timings["totals_s"] = time.monotonic() - t0
         if cache is not None:
             t0 = time.monotonic()
@@ -475,6 +512,8 @@ def scan_tree(
     summary = totals.summary()
     if skipped:
         summary["skipped_names"] = skipped[:100]
+    summary["effort_everything"] = summary.pop("effort")
+    summary.update(noise)
     timings["summary_s"] = time.monotonic() - t0
     return ScanResult(
         engine=engine,
@@ -488,7 +527,55 @@ def scan_tree(
         cached=cached,
         duplicates=duplicates,
         timings=timings,
+        vendored=vendored_files,
     )
+
+
+def _noise(
+    hashed: list[tuple[str, str, int, bool]],
+    totals: Totals,
+    aggregates: dict[str, dict[str, Any]],
+    cores: dict[str, str],
+    cache: Any,
+    tables: Tables,
+    vendored: Sequence[str],
+    not_vendored: Sequence[str],
+    hazards_off: Sequence[str],
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The vendored files (path -> why) and stack.hipify.noise's project-only assessment.
+
+    The vendored files' totals are summed from scratch (their aggregates come from the
+    cache): they are few, and the path lists a project edits change which they are
+    without changing any file.
+    """
+    from stack.hipify.noise import assess, vendored_reason
+
+    add = [glob_to_regex(p) for p in vendored]
+    take = [glob_to_regex(p) for p in not_vendored]
+    vendored_files: dict[str, str] = {}
+    for rel, _sha, _size, _dev in hashed:
+        why = vendored_reason(rel, add, take)
+        if why is not None:
+            vendored_files[rel] = why
+    entries = [(rel, sha, dev) for rel, sha, _size, dev in hashed if rel in vendored_files]
+    if entries:
+        _load_aggregates(aggregates, [sha for _, sha, _ in entries], cache, cores)
+    vendored_totals = Totals.build((rel, sha, dev, aggregates[sha]) for rel, sha, dev in entries)
+    known = _known_cuda_names(tables)
+    return vendored_files, assess(totals, vendored_totals, vendored_files, known, hazards_off)
+
+
+_KNOWN: dict[str, frozenset[str]] = {}
+
+
+def _known_cuda_names(tables: Tables) -> frozenset[str]:
+    """Every CUDA name hipify-perl's tables hold: what it converts and what it warns of."""
+    known = _KNOWN.get(tables.key)
+    if known is None:
+        known = _KNOWN[tables.key] = frozenset(
+            [s.cuda for s in tables.substs] + [c.name for c in tables.checks]
+        )
+    return known
 
 
 def _sum_up(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stack.hipify.hazards import RULE_NAMES as HAZARD_RULES
+
 # Where the tools of these kinds come from, for ToolMissing messages (Kind.install_hints).
 HIPIFY_PERL_HINT = "Debian trixie package 'hipify-perl'; /opt/rocm/bin/hipify-perl in ROCm images"
 HIPCC_HINT = "Debian trixie package 'hipcc'; /opt/rocm/bin/hipcc in the ROCm images"
@@ -87,7 +89,8 @@ HIPIFY_SCAN_PARAMS: dict[str, Any] = {
         "include": {
             **_GLOBS,
             "description": (
-                "Globs of files to examine (none: every .cu .cuh .cpp .cc .cxx .c .h .hpp .inl). "
+                "Globs of files to examine (none: every .cu .cuh .cpp .cc .cxx .c .h .hpp "
+                ".hxx .hh .inl). "
                 "'*' stays in a folder, '**' spans folders; a glob without '/' matches names."
             ),
         },
@@ -103,6 +106,25 @@ HIPIFY_SCAN_PARAMS: dict[str, Any] = {
             ),
         },
         "jobs": _JOBS,
+        "vendored": {
+            **_GLOBS,
+            "description": (
+                "Globs of third-party code besides what the scan detects (third_party/, "
+                "Common/GL/, glew.h, stb_*.h, ...): reported apart, out of the estimate."
+            ),
+        },
+        "not_vendored": {
+            **_GLOBS,
+            "description": "Globs of the project's own code that the detection took for vendored.",
+        },
+        "hazards_off": {
+            "type": "array",
+            "items": {"type": "string", "enum": list(HAZARD_RULES)},
+            "maxItems": len(HAZARD_RULES),
+            "uniqueItems": True,
+            "default": [],
+            "description": "Hazard rules the project does not count (docs/hipify.md lists them).",
+        },
     },
     "additionalProperties": False,
 }

@@ -36,9 +36,9 @@ WARNING_KINDS = (
     "unconverted",
 )
 # Bump when record_core / aggregate change shape: it is part of the cache key.
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 # Bump when the Totals state changes shape: Totals.loads refuses other versions.
-STATE_VERSION = 1
+STATE_VERSION = 2
 MAX_LOCATIONS = 10  # places listed per top API
 MAX_FILE_LOCATIONS = 3  # places one file contributes to that list
 
@@ -71,6 +71,7 @@ def record_core(findings: dict[str, Any]) -> dict[str, Any]:
             cuda_refs += n
     counts = _empty_kind_counts()
     warnings = []
+    hazards = findings.get("hazards", [])
     for line, col, ident, kind, since, context in findings["warnings"]:
         counts[kind]["total"] += 1
         counts[kind][context] += 1
@@ -95,8 +96,13 @@ def record_core(findings: dict[str, Any]) -> dict[str, Any]:
         "device_function_refs": findings["device_functions"],
         "warnings_count": findings["warnings_count"],
         "counts": {k: v for k, v in counts.items() if v["total"]},
+        "hazards": len(hazards),
         "refs": refs,
         "warnings": warnings,
+        "hazard_findings": [
+            {"rule": rule, "line": line, "column": col, "text": text}
+            for rule, line, col, text in hazards
+        ],
     }
 
 
@@ -125,11 +131,18 @@ def aggregate(core: dict[str, Any]) -> dict[str, Any]:
         api[3] += ctx == "code"
         if len(api[4]) < MAX_FILE_LOCATIONS:
             api[4].append([w["line"], ctx])
+    hazards: dict[str, list[Any]] = {}
+    for h in core.get("hazard_findings", []):
+        entry = hazards.setdefault(h["rule"], [0, []])
+        entry[0] += 1
+        if len(entry[1]) < MAX_FILE_LOCATIONS:
+            entry[1].append([h["line"], h["text"]])
     return {
-        "row": {k: core[k] for k in _ROW_KEYS},
+        "row": {k: core.get(k, 0) for k in _ROW_KEYS},
         "families": families,
         "identity": identity,
         "apis": apis,
+        "hazards": hazards,
     }
 
 
@@ -143,6 +156,7 @@ _ROW_KEYS = (
     "device_function_refs",
     "warnings_count",
     "counts",
+    "hazards",
 )
 
 # Row fields summed as they are into the totals, in the summary's order
@@ -179,6 +193,8 @@ class Totals:
         self.families: dict[str, dict[str, int]] = {}
         self.identity: dict[str, int] = {}
         self.apis: dict[str, list[Any]] = {}
+        # rule -> path -> [findings, [[line, text], ...] (the first few)]
+        self.hazards: dict[str, dict[str, list[Any]]] = {}
         self._thinned: set[str] = set()
 
     @classmethod
@@ -195,6 +211,8 @@ class Totals:
             raise ValueError(f"{path} is counted already")
         self.files[path] = (sha, device_code, agg["row"])
         self._count(agg, device_code, 1)
+        for rule, entry in agg.get("hazards", {}).items():
+            self.hazards.setdefault(rule, {})[path] = entry
         apis = self.apis
         for key, (family, since, total, in_code, locations) in agg["apis"].items():
             api = apis.get(key)
@@ -213,6 +231,11 @@ class Totals:
         """Take a counted file out; ``agg`` must be the aggregate it was counted with."""
         _sha, device_code, _row = self.files.pop(path)
         self._count(agg, device_code, -1)
+        for rule in agg.get("hazards", {}):
+            users = self.hazards.get(rule, {})
+            users.pop(path, None)
+            if not users:
+                self.hazards.pop(rule, None)
         apis = self.apis
         for key, (_family, _since, total, in_code, _locations) in agg["apis"].items():
             api = apis[key]
@@ -350,6 +373,7 @@ class Totals:
             "unconverted_refs": kinds["unconverted"]["code"],
             "unsupported_device_function_refs": kinds["unsupported_device_function"]["code"],
             "files_with_device_code": totals["files_with_device_code"],
+            **self._hazards_by_severity(),
         }
         return {
             "totals": totals,
@@ -363,6 +387,15 @@ class Totals:
             "effort": effort_estimate(effort_inputs),
         }
 
+    def _hazards_by_severity(self) -> dict[str, int]:
+        from stack.hipify.hazards import BY_NAME, SEVERITIES
+
+        out = {f"hazards_{sev}": 0 for sev in SEVERITIES}
+        for rule, users in self.hazards.items():
+            severity = BY_NAME[rule].severity if rule in BY_NAME else "low"
+            out[f"hazards_{severity}"] += sum(n for n, _places in users.values())
+        return out
+
     def dumps(self) -> bytes:
         """The state as bytes (marshal: plain data, fast to load, runs nothing)."""
         return marshal.dumps(
@@ -374,6 +407,7 @@ class Totals:
                 self.families,
                 self.identity,
                 self.apis,
+                self.hazards,
             )
         )
 
@@ -381,14 +415,20 @@ class Totals:
     def loads(cls, blob: bytes) -> Totals:
         """A state dumped by :meth:`dumps`; ValueError when it is not one."""
         try:
-            version, files, sums, kinds, families, identity, apis = marshal.loads(blob)  # noqa: S302
-        except (EOFError, TypeError, ValueError) as exc:
+            state = marshal.loads(blob)  # noqa: S302
+            version = state[0]
+        except (EOFError, TypeError, ValueError, IndexError, KeyError) as exc:
             raise ValueError(f"not a totals state: {exc}") from exc
         if version != STATE_VERSION:
             raise ValueError(f"totals state version {version}, expected {STATE_VERSION}")
+        try:
+            _v, files, sums, kinds, families, identity, apis, hazards = state
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"not a totals state: {exc}") from exc
         totals = cls()
         totals.files, totals.sums, totals.kinds = files, sums, kinds
         totals.families, totals.identity, totals.apis = families, identity, apis
+        totals.hazards = hazards
         return totals
 
 

@@ -48,7 +48,10 @@ class ProjectFact:
     (teams/facts.py) when the job does not name its own."""
 
     COMPILE_TARGETS = "compile_targets"  # the AMD architectures of the project's target GPUs
-    ALL = (COMPILE_TARGETS,)
+    VENDORED = "vendored"  # globs of third-party code in the project's tree
+    NOT_VENDORED = "not_vendored"  # globs of its own code the detection took for vendored
+    HAZARDS_OFF = "hazards_off"  # hazard rules the project does not count
+    ALL = (COMPILE_TARGETS, VENDORED, NOT_VENDORED, HAZARDS_OFF)
 
 
 class RoadmapTask:

@@ -13,6 +13,7 @@ or taken as HIP already (``hipify: false``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -383,3 +384,49 @@ def _result(
     return RunResult(
         status=status, measurements=measurements, summary=summary, artifacts=artifacts, error=error
     )
+
+
+def hipcc_target_problem(target: str, hipcc: str | None = None) -> str | None:
+    """Why this host's hipcc cannot compile for ``target`` (None: it can).
+
+    Asked, not assumed from a version table: hipcc preprocesses an empty HIP file for
+    the target (1-3 s), once per hipcc (path and modification time) and target in a
+    process. Debian bookworm's hipcc 5.2.3 refuses gfx942 ("invalid target ID"); the
+    debian job image's (trixie, 5.7.1) takes gfx942 and gfx90a.
+    """
+    hipcc = hipcc or which("hipcc")
+    if hipcc is None:
+        return "hipcc is not installed on this host"
+    try:
+        stamp = os.stat(hipcc).st_mtime_ns
+    except OSError as exc:
+        return f"hipcc at {hipcc} cannot be read: {exc.strerror}"
+    return _probe_target(hipcc, stamp, target)
+
+
+@functools.lru_cache(maxsize=64)
+def _probe_target(hipcc: str, _stamp: int, target: str) -> str | None:
+    with tempfile.TemporaryDirectory(prefix="rocpath-hipcc-probe-") as home:
+        source = Path(home) / "probe.hip"
+        source.write_text("")
+        try:
+            result = run_tool(
+                [
+                    hipcc,
+                    f"--offload-arch={target}",
+                    "-x",
+                    "hip",
+                    "-E",
+                    str(source),
+                    "-o",
+                    os.devnull,
+                ],
+                timeout=60,
+                env=compile_env(home),
+            )
+        except (ToolError, ToolTimeout, OSError) as exc:
+            return f"hipcc could not be asked about {target}: {exc}"
+        if result.returncode == 0:
+            return None
+        first = next((line for line in (result.stderr or "").splitlines() if line.strip()), "")
+        return f"this host's hipcc does not know {target} ({first.strip()[:200]})"

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from stack.hipify.schemas import HIPIFY_PERL_HINT, HIPIFY_SCAN_PARAMS
-from stack.kinds.base import Cap, Kind, RoadmapTask
+from stack.kinds.base import Cap, Kind, ProjectFact, RoadmapTask
 from stack.runtime import SOURCE_DIR, Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing
 
@@ -36,6 +36,11 @@ KIND = Kind(
     roadmap_tasks=(RoadmapTask.ASSESS_PORTING,),
     install_hints={"hipify-perl": HIPIFY_PERL_HINT},
     param_caps={"jobs": Cap.CPUS},
+    project_defaults={
+        "vendored": ProjectFact.VENDORED,
+        "not_vendored": ProjectFact.NOT_VENDORED,
+        "hazards_off": ProjectFact.HAZARDS_OFF,
+    },
 )
 
 
@@ -75,7 +80,34 @@ def measurements_for(summary: dict[str, Any]) -> list[Measurement]:
             )
     hours = summary["effort"]["hours"]
     out.append(Measurement("hipify-scan", "effort", "h", hours, [hours], better="lower"))
+    # The project's own code (vendored files out, look-alike identifiers out): what
+    # the burn-down draws, so a vendored header never reads as work left.
+    inputs = {**summary["effort"]["inputs"], "hazards": summary["hazards"]["counted"]}
+    for metric, term in _PROJECT_METRICS:
+        if term in inputs:
+            value = inputs[term]
+            out.append(
+                Measurement(
+                    "hipify-scan",
+                    metric,
+                    "refs",
+                    value,
+                    [value],
+                    case={"scope": "project"},
+                    better="lower",
+                )
+            )
     return out
+
+
+# burn-down metric -> the estimate input it is (stack.hipify.noise.assess)
+_PROJECT_METRICS = (
+    ("unsupported", "unsupported_refs"),
+    ("removed", "removed_refs"),
+    ("deprecated", "deprecated_refs"),
+    ("unconverted", "unconverted_refs"),
+    ("hazards", "hazards"),
+)
 
 
 def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
@@ -121,6 +153,9 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
             cache_dir=cache_dir,
             jobs=params.get("jobs") or None,
             progress=progress,
+            vendored=params.get("vendored", []),
+            not_vendored=params.get("not_vendored", []),
+            hazards_off=params.get("hazards_off", []),
         )
     except ToolMissing as exc:
         return RunResult(status="errored", error=str(exc))
@@ -131,6 +166,9 @@ def _scan(params: dict[str, Any], ctx: RunContext) -> RunResult:
         "path": params.get("path", ""),
         "include": params.get("include", []),
         "exclude": params.get("exclude", []),
+        "vendored": params.get("vendored", []),
+        "not_vendored": params.get("not_vendored", []),
+        "hazards_off": params.get("hazards_off", []),
     }
     summary = dict(result.summary)
     summary["engine"] = engine

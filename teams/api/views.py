@@ -18,6 +18,9 @@ from teams.access import can_write, projects_for, teams_for, writable_team_ids
 from teams.api import examples as ex
 from teams.api.parsers import BoundedJSONParser
 from teams.api.serializers import (
+    ApiDecisionInputSerializer,
+    ApiDecisionSerializer,
+    PortingSettingsSerializer,
     ProjectCreateSerializer,
     ProjectSerializer,
     SourceCreateSerializer,
@@ -25,6 +28,12 @@ from teams.api.serializers import (
     TeamSerializer,
 )
 from teams.models import AdoptionProject, Team
+from teams.porting import (
+    PortingInputError,
+    decisions_of,
+    record_decision,
+    save_porting_settings,
+)
 from teams.sources import BROKER_DOWN_NOTE, SourceError, add_git, add_upload
 
 
@@ -106,9 +115,22 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         data = form.validated_data
         try:
             if archive := data.get("archive"):
-                snapshot = add_upload(project, archive, archive.name, request.user, archive.size)
+                snapshot = add_upload(
+                    project,
+                    archive,
+                    archive.name,
+                    request.user,
+                    archive.size,
+                    lineage=data.get("lineage", ""),
+                )
             else:
-                snapshot = add_git(project, data["git_url"], data.get("ref", ""), request.user)
+                snapshot = add_git(
+                    project,
+                    data["git_url"],
+                    data.get("ref", ""),
+                    request.user,
+                    lineage=data.get("lineage", ""),
+                )
         except SourceError as exc:
             field = "archive" if data.get("archive") else "git_url"
             raise ValidationError({field: [str(exc)]}) from exc
@@ -119,6 +141,42 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
             body = {**SourceSerializer(snapshot).data, "detail": BROKER_DOWN_NOTE}
             return Response(body, status=202)
         return Response(SourceSerializer(snapshot).data, status=201)
+
+    @extend_schema(request=ApiDecisionInputSerializer, responses={200: ApiDecisionSerializer})
+    @action(detail=True, methods=["get", "post"], url_path="api-decisions")
+    def api_decisions(self, request: Request, pk: str | None = None) -> Response:
+        """The team's decisions on the APIs HIP lacks; POST records (or changes) one."""
+        project = self.get_object()
+        if request.method == "GET":
+            rows = sorted(decisions_of(project).values(), key=lambda d: d.api)
+            return Response(ApiDecisionSerializer(rows, many=True).data)
+        if not can_write(request.user, project.team_id):
+            return Response({"detail": "Viewers cannot record decisions."}, status=403)
+        form = ApiDecisionInputSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            row = record_decision(project, user=request.user, **form.validated_data)
+        except PortingInputError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from exc
+        return Response(ApiDecisionSerializer(row).data)
+
+    @extend_schema(request=PortingSettingsSerializer, responses={200: PortingSettingsSerializer})
+    @action(detail=True, methods=["get", "put"], url_path="porting-settings")
+    def porting_settings(self, request: Request, pk: str | None = None) -> Response:
+        """How the project's scans read its code: vendored globs, hazard rules off."""
+        project = self.get_object()
+        if request.method == "GET":
+            return Response(
+                {k: project.porting_setting(k) for k in ("vendored", "not_vendored", "hazards_off")}
+            )
+        if not can_write(request.user, project.team_id):
+            return Response({"detail": "Viewers cannot change scan settings."}, status=403)
+        form = PortingSettingsSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            return Response(save_porting_settings(project, dict(form.validated_data)))
+        except PortingInputError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from exc
 
 
 @extend_schema_view(

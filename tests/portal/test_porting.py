@@ -41,12 +41,13 @@ def _scan(user, project) -> int:
     return job.pk
 
 
-def _upload(project, user, text: str):
+def _upload(project, user, text: str, name: str = "code.zip", lineage: str = "", files=None):
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("src/k.cu", text)
+        for path, body in (files or {"src/k.cu": text}).items():
+            archive.writestr(path, body)
     buffer.seek(0)
-    snapshot = add_upload(project, buffer, "code.zip", user)
+    snapshot = add_upload(project, buffer, name, user, lineage=lineage)
     extract_upload(snapshot.pk)  # what the worker does after the commit
     snapshot.refresh_from_db()
     return snapshot
@@ -213,7 +214,7 @@ def test_the_file_table_comes_a_page_at_a_time_and_the_download_holds_every_file
     assert 'class="pager"' not in download
     # An unknown column sorts as the default does, and the page says so.
     bogus = client.get(url, {"sort": "bogus"}).content.decode()
-    assert "unsupported ▼</a>" in bogus and "sort=bogus" not in bogus
+    assert "HIP lacks (in code) ▼</a>" in bogus and "sort=bogus" not in bogus
     assert "sort=unsupported&dir=desc&page=2" in bogus
 
 
@@ -283,3 +284,43 @@ def test_a_viewer_cannot_start_a_porting_step(team):
     assert "Porting steps" not in client.get(f"/projects/{project.pk}/").content.decode()
     client.post(f"/projects/{project.pk}/steps/", {"kind": "hipify-scan"})
     assert not Job.objects.exists()
+
+
+@needs_hipify
+def test_a_scan_of_another_tree_starts_its_own_lineage_and_the_burn_down_never_mixes_them(
+    user, team
+):
+    project = make_project(team, "solver")
+    _upload(project, user, CUDA, name="solver-1.0.zip")
+    first = _scan(user, project)
+    # An unrelated tree with nothing unsupported: not "the solver is fully ported".
+    _upload(project, user, "__global__ void k() {}\n", name="other.zip")
+    second = _scan(user, project)
+    client = Client()
+    client.force_login(user)
+    api = f"/api/v1/projects/{project.pk}/porting-report/"
+    report = client.get(api).json()
+    assert report["lineage"]["key"] == "upload other"
+    assert [p["job"] for p in report["burn_down"]] == [second]
+    assert report["lineage"]["others"] == [
+        {"key": "upload solver", "scans": 1, "newest_job": first}
+    ]
+    # The next version of the solver (its name's version differs) continues its lineage.
+    _upload(
+        project,
+        user,
+        CUDA.replace("  cudaGraphExecNodeSetParams(0, 0, 0);\n", ""),
+        name="solver-1.1.zip",
+    )
+    third = _scan(user, project)
+    # So does an upload the team names explicitly, whatever its file is called.
+    _upload(project, user, CUDA, name="x.zip", lineage="upload solver")
+    fourth = _scan(user, project)
+    report = client.get(api).json()
+    assert report["lineage"]["key"] == "upload solver"
+    assert [p["job"] for p in report["burn_down"]] == [first, third, fourth]
+    assert [p["unsupported"] for p in report["burn_down"]] == [1, 0, 1]
+    older = client.get(api, {"lineage": "upload other"}).json()
+    assert older["scan"]["job"] == second and [p["job"] for p in older["burn_down"]] == [second]
+    page = client.get(f"/projects/{project.pk}/porting/").content.decode()
+    assert "Lineage <b>upload solver</b>" in page and "?lineage=upload%20other" in page

@@ -161,3 +161,26 @@ def test_metrics_pass_once_a_scrape_succeeded(project, settings, client):
     response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-for-tests")
     assert response.status_code == 200
     assert verdict("metrics_scraped", project).status == PASSED
+
+
+def test_unsupported_api_groups_pass_once_each_has_a_decision(project):
+    from teams.porting import record_decision
+
+    groups = [
+        {"api": "cudaGraphExecNodeSetParams", "in_code": 2},
+        {"api": "cuTexRefSetArray", "in_code": 0},
+    ]
+    scan(project, ready_source(project), unsupported=2, api_groups=groups)
+    v = verdict("unsupported_apis_decided", project)
+    assert v.status == FAILED and "0 unsupported API groups decided, 1 open" in v.detail
+    record_decision(
+        project, api="cudaGraphExecNodeSetParams", decision="port", note="by hand in phase 2"
+    )
+    assert verdict("unsupported_apis_decided", project).status == PASSED
+    assert verdict("unsupported_zero_or_decided", project).status == PASSED
+
+
+def test_a_scan_from_before_api_groups_is_not_available_and_says_scan_again(project):
+    scan(project, ready_source(project), unsupported=2)
+    v = verdict("unsupported_apis_decided", project)
+    assert v.status == UNAVAILABLE and "scan again" in v.detail

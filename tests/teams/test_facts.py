@@ -29,8 +29,8 @@ def test_targets_the_job_names_win_over_the_projects():
 def test_without_a_project_a_kind_or_such_defaults_the_params_stay_as_they_came():
     assert with_project_defaults(COMPILE, None, None) is None
     assert with_project_defaults(None, _project("MI250X"), {"a": 1}) == {"a": 1}
-    scan = KINDS["hipify-scan"]
-    assert with_project_defaults(scan, _project("MI250X"), None) is None
+    convert = KINDS["hipify-convert"]  # a kind that takes nothing from a project
+    assert with_project_defaults(convert, _project("MI250X"), None) is None
     # Not an object: left for the kind's validation to refuse, with its message.
     assert with_project_defaults(COMPILE, _project("MI250X"), ["targets"]) == ["targets"]
 
@@ -38,3 +38,13 @@ def test_without_a_project_a_kind_or_such_defaults_the_params_stay_as_they_came(
 def test_project_facts_are_what_a_kind_would_take_from_the_project():
     assert project_facts(COMPILE, _project("MI250X")) == {"targets": ["gfx90a"]}
     assert project_facts(KINDS["noop"], _project("MI250X")) == {}
+
+
+def test_a_scan_takes_the_projects_vendored_lists_and_switched_off_rules():
+    project = _project("MI250X")
+    project.porting_settings = {"vendored": ["libs/**"], "hazards_off": ["nvml"]}
+    assert project_facts(KINDS["hipify-scan"], project) == {
+        "vendored": ["libs/**"],
+        "not_vendored": [],
+        "hazards_off": ["nvml"],
+    }

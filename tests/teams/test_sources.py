@@ -238,3 +238,72 @@ def test_a_project_is_created_through_the_api(api, team):
     )
     again = api.post("/api/v1/projects/", {"team": team.slug, "name": "lbm"}, format="json")
     assert again.status_code == 400 and "name" in again.json()
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("empty.tar.gz", tar_bytes([])),
+        ("docs.zip", zip_bytes({"README.md": b"# notes", "setup.py": b"print()"})),
+        # A .cu file only inside a VCS folder, which the scan skips.
+        ("vcs.zip", zip_bytes({".git/hooks/k.cu": KERNEL, "notes.txt": b"x"})),
+    ],
+)
+def test_an_archive_without_a_cuda_relevant_file_is_refused_saying_why(
+    api, project, settings, name, data
+):
+    response = upload(api, project, name, data)
+    assert response.status_code == 400
+    message = response.json()["archive"][0]
+    assert "no CUDA-relevant file" in message and ".cu" in message and name in message
+    assert nothing_on_disk(settings)
+
+
+def test_a_git_repository_without_a_cuda_relevant_file_fails_saying_why(
+    project, settings, tmp_path
+):
+    repo = _git_repo(tmp_path / "repo")
+    subprocess.run(["git", "-C", str(repo), "rm", "-q", "k.cu"], check=True)
+    (repo / "README.md").write_text("docs only")
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "d"],
+        check=True,
+    )
+    settings.ROCPATH_GIT_LOCAL_ALLOW = {project.team.slug: [str(tmp_path)]}
+    snapshot = SourceSnapshot.objects.create(
+        project=project, origin="git", name=str(repo), ref="main"
+    )
+    clone(snapshot)
+    snapshot.refresh_from_db()
+    assert snapshot.status == "failed" and "no CUDA-relevant file" in snapshot.error
+
+
+@pytest.mark.parametrize(
+    ("origin", "name", "lineage"),
+    [
+        ("upload", "solver-1.2.3.tar.gz", "upload solver"),
+        ("upload", "solver_v2.zip", "upload solver"),
+        ("upload", "solver-20260101.tgz", "upload solver"),
+        ("upload", "solver-1.0-rc1.zip", "upload solver"),
+        ("upload", "solver.zip", "upload solver"),
+        ("upload", "other.zip", "upload other"),
+        ("upload", "2026.zip", "upload 2026"),
+        ("git", "https://GitHub.com/org/Solver.git/", "git https://github.com/org/Solver"),
+        ("git", "https://github.com/org/Solver", "git https://github.com/org/Solver"),
+    ],
+)
+def test_a_lineage_is_the_repository_or_the_archive_name_without_its_version(origin, name, lineage):
+    assert SourceSnapshot(origin=origin, name=name).lineage_key == lineage
+    assert SourceSnapshot(origin=origin, name=name, lineage=" mine ").lineage_key == "mine"
+
+
+def test_a_source_takes_the_lineage_its_team_names(api, project):
+    archive = SimpleUploadedFile("x.zip", zip_bytes({"k.cu": KERNEL}))
+    response = api.post(
+        f"/api/v1/projects/{project.pk}/sources/",
+        {"archive": archive, "lineage": "solver"},
+        format="multipart",
+    )
+    assert response.status_code == 201
+    assert response.json()["lineage"] == "solver" == response.json()["lineage_key"]

@@ -112,7 +112,11 @@ def test_a_scan_job_reports_findings_totals_effort_and_artifacts(tmp_path):
     table = json.loads((tmp_path / "out/hipify/files.json").read_text())
     assert table["schema"] == "rocpath.hipify-files/1"
     assert table["files"] == [
-        {k: v for k, v in f.items() if k not in ("sha256", "device_code", "refs", "warnings")}
+        {
+            k: v
+            for k, v in f.items()
+            if k not in ("sha256", "device_code", "refs", "warnings", "hazard_findings")
+        }
         for f in findings["files"]
     ]
 
@@ -268,6 +272,9 @@ def test_params_have_documented_defaults():
         "path": "",
         "engine": "fast",
         "jobs": 0,
+        "vendored": [],
+        "not_vendored": [],
+        "hazards_off": [],
     }
 
 
