@@ -6,7 +6,7 @@ Scoped to the caller's teams through teams.access; another team's objects answer
 from __future__ import annotations
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -35,6 +35,16 @@ from teams.porting import (
     save_porting_settings,
 )
 from teams.sources import BROKER_DOWN_NOTE, SourceError, add_git, add_upload
+
+_DECISION = {
+    "api": "cudaGraphExecNodeSetParams",
+    "decision": "port",
+    "replacement": "",
+    "note": "rewrite the graph update by hand in phase 2",
+    "decided_by": "alice",
+    "updated_at": "2026-12-01T10:00:00Z",
+}
+_SETTINGS = {"vendored": ["third_party/**"], "not_vendored": [], "hazards_off": []}
 
 
 @extend_schema_view(
@@ -142,7 +152,31 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
             return Response(body, status=202)
         return Response(SourceSerializer(snapshot).data, status=201)
 
-    @extend_schema(request=ApiDecisionInputSerializer, responses={200: ApiDecisionSerializer})
+    @extend_schema(
+        methods=["GET"],
+        summary="The project's per-API decisions",
+        description="The team's decision on each API group HIP lacks (port by hand, replace "
+        "with a library call, stub, drop, wontfix), kept by name across re-scans.",
+        responses={200: ApiDecisionSerializer(many=True)},
+        examples=[OpenApiExample("one decision", value=[_DECISION], response_only=True)],
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Record a per-API decision",
+        description="Records (or changes) the decision on one API group; a library "
+        "replacement names the call. Viewers get 403; a bad value is a 400 naming its field.",
+        request=ApiDecisionInputSerializer,
+        responses={200: ApiDecisionSerializer},
+        examples=[
+            OpenApiExample(
+                "replace with a library call",
+                value={"api": "cublasGemmEx", "decision": "library",
+                       "replacement": "hipblasLtMatmul", "note": "fp8 path"},
+                request_only=True,
+            ),
+            OpenApiExample("recorded", value=_DECISION, response_only=True),
+        ],
+    )  # fmt: skip
     @action(detail=True, methods=["get", "post"], url_path="api-decisions")
     def api_decisions(self, request: Request, pk: str | None = None) -> Response:
         """The team's decisions on the APIs HIP lacks; POST records (or changes) one."""
@@ -160,7 +194,26 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
             raise ValidationError({exc.field: [exc.message]}) from exc
         return Response(ApiDecisionSerializer(row).data)
 
-    @extend_schema(request=PortingSettingsSerializer, responses={200: PortingSettingsSerializer})
+    @extend_schema(
+        methods=["GET"],
+        summary="The project's scan settings",
+        description="How its scans read its code: extra vendored globs, paths taken back "
+        "from the vendored set, hazard rules switched off.",
+        responses={200: PortingSettingsSerializer},
+        examples=[OpenApiExample("settings", value=_SETTINGS, response_only=True)],
+    )
+    @extend_schema(
+        methods=["PUT"],
+        summary="Change the project's scan settings",
+        description="Replaces the settings; the next scan uses them. Unknown rules or bad "
+        "globs are a 400 naming the field.",
+        request=PortingSettingsSerializer,
+        responses={200: PortingSettingsSerializer},
+        examples=[
+            OpenApiExample("settings", value=_SETTINGS, request_only=True),
+            OpenApiExample("saved", value=_SETTINGS, response_only=True),
+        ],
+    )
     @action(detail=True, methods=["get", "put"], url_path="porting-settings")
     def porting_settings(self, request: Request, pk: str | None = None) -> Response:
         """How the project's scans read its code: vendored globs, hazard rules off."""
