@@ -13,18 +13,17 @@ driver.json), 2 for a spec this module cannot read.
 
 from __future__ import annotations
 
-import json
 import os
 import runpy
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-DRIVER_FILE = "driver.json"
+from stack.child import drive
+
 TRACE_FILE = "trace.json"
 DTYPE_NAMES = {"fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -181,20 +180,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """Read the spec, run, write driver.json; see the module's docstring for the status."""
-    try:
-        spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-        out = Path(spec["out_dir"])
-    except (IndexError, OSError, ValueError, KeyError, TypeError) as exc:
-        sys.stderr.write(f"stack.profile.driver: cannot read the spec: {exc}\n")
-        return 2
-    try:
-        report = run(spec)
-    except Exception as exc:  # the workload's failure is the report, not a crash
-        traceback.print_exc()
-        report = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
-    (out / DRIVER_FILE).write_text(json.dumps(report), encoding="utf-8")
-    return 0 if report["ok"] else 1
+    """Read the spec, run, write driver.json (stack.child.drive)."""
+    return drive(argv, run, "stack.profile.driver")
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import stack
+from stack.child import DRIVER_FILE
 from stack.contract import FAILED, SUCCEEDED, nesting_depth
 from stack.profile import ncu, rocprof, torch_profiler
-from stack.profile.driver import DRIVER_FILE, TRACE_FILE
+from stack.profile.driver import TRACE_FILE
 from stack.profile.normalise import (
     KernelStat,
     kernel_measurements,

@@ -22,15 +22,13 @@ here"), 1 when it raised, 2 for a spec it cannot read.
 
 from __future__ import annotations
 
-import json
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
+from stack.child import drive
 from stack.tune.registry import validator_pairs
 
-DRIVER_FILE = "driver.json"
 RESULTS_FILE = "tunableop_results.csv"
 
 
@@ -161,20 +159,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """Read the spec, run, write driver.json; see the module's docstring for the status."""
-    try:
-        spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-        out = Path(spec["out_dir"])
-    except (IndexError, OSError, ValueError, KeyError, TypeError) as exc:
-        sys.stderr.write(f"stack.tune.driver: cannot read the spec: {exc}\n")
-        return 2
-    try:
-        report = run(spec)
-    except Exception as exc:  # the tuning's failure is the report, not a crash
-        traceback.print_exc()
-        report = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
-    (out / DRIVER_FILE).write_text(json.dumps(report), encoding="utf-8")
-    return 0 if report["ok"] else 1
+    """Read the spec, run, write driver.json (stack.child.drive)."""
+    return drive(argv, run, "stack.tune.driver")
 
 
 if __name__ == "__main__":

@@ -24,12 +24,13 @@ from typing import Any
 
 from stack.blas.blas_tools import HIPBLASLT, search_dirs
 from stack.blas.stats import ratio_of_medians
+from stack.child import DRIVER_FILE
 from stack.contract import FAILED, SUCCEEDED
 from stack.kinds.tune_gemm import KIND as TUNE_GEMM
 from stack.parsers import ParseError
 from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolMissing, ToolTimeout, run_tool, which
-from stack.tune import driver, files, registry
+from stack.tune import files, registry
 from stack.tune.schema import TUNABLE_PRECISIONS, TUNABLEOP
 from stack.tune.shapes import ShapesError, count_shapes, gemms_from_tunableop, shapes_from_rows
 
@@ -160,7 +161,7 @@ def _tunableop(
                 )
             )  # fmt: skip
         try:
-            report = json.loads((scratch / driver.DRIVER_FILE).read_text(encoding="utf-8"))
+            report = json.loads((scratch / DRIVER_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             report = {"ok": False, "error": f"the tuning process exited {done.returncode}"}
         if not report.get("ok"):
