@@ -120,6 +120,10 @@ class Facts:
         return {a.question: a for a in ChecklistAnswer.objects.filter(project=self.project)}
 
     @cached_property
+    def libraries_comparison(self) -> Verdict:
+        return _compare_libraries(self)
+
+    @cached_property
     def multi_gpu(self) -> bool:
         """The project targets more than one GPU per job (its target list, or a GPU count)."""
         context = getattr(self.project, "decision_context", None)
@@ -191,7 +195,13 @@ def unsupported_apis_decided(f: Facts) -> Verdict:
 
 
 def libraries_compared(f: Facts) -> Verdict:
-    """Two GPU models measured on at least one case in common (like for like)."""
+    """Two GPU models measured on at least one case in common (like for like).
+
+    Read once per Facts: the checklist's performance question asks it too."""
+    return f.libraries_comparison
+
+
+def _compare_libraries(f: Facts) -> Verdict:
     jobs = f.of_kinds([blas_bench.KIND.name])
     by_gpu: dict[str, list[Job]] = {}
     for job in jobs:
@@ -208,12 +218,13 @@ def libraries_compared(f: Facts) -> Verdict:
             fix=_submit_fix("Run blas-bench on the other GPU"),
         )
     from jobs.models import Measurement
+    from results.services import case_key
 
     newest = {gpu: group[0] for gpu, group in by_gpu.items()}
     keys: dict[str, set] = {}
     for gpu, job in newest.items():
         keys[gpu] = {
-            (m.benchmark, repr(sorted(m.case.items())), m.metric)
+            (m.benchmark, case_key(m.case), m.metric)
             for m in Measurement.objects.filter(job=job).only("benchmark", "case", "metric")
         }
     gpus = sorted(newest)

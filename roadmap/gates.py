@@ -80,12 +80,16 @@ def _task_state(task: Any, facts: Facts, jobs_by_kind: dict[str, list]) -> TaskS
     return TaskState(task, kinds, "failed", newest)
 
 
-def roadmap_state(project: Any) -> list[PhaseState]:
-    """Every phase with its criteria, tasks and derived status (a bounded number of queries)."""
+def roadmap_state(project: Any, facts: Facts | None = None) -> list[PhaseState]:
+    """Every phase with its criteria, tasks and derived status (a bounded number of queries).
+
+    ``facts``: the project's data already read (the report reads it once for the gates,
+    the checklist and the recommendation).
+    """
     from jobs.models import Job
 
     phases = ensure_roadmap(project)
-    facts = Facts(project)
+    facts = facts or Facts(project)
     overrides: dict[tuple[int, str], GateOverride] = {}
     for o in GateOverride.objects.filter(
         phase__project=project, revoked_at__isnull=True

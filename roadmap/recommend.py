@@ -59,6 +59,7 @@ def performance_ratio(facts: Facts) -> dict | None:
     aligned exactly (benchmark, case, metric); None when either side is missing.
     """
     from jobs.models import Measurement
+    from results.services import case_key
 
     jobs = facts.of_kinds([blas_bench.KIND.name])
     newest: dict[str, object] = {}
@@ -73,7 +74,7 @@ def performance_ratio(facts: Facts) -> dict | None:
     values: dict[str, dict] = {}
     for side, job in newest.items():
         values[side] = {
-            (m.benchmark, repr(sorted(m.case.items())), m.metric): m.value
+            (m.benchmark, case_key(m.case), m.metric): m.value
             for m in Measurement.objects.filter(job=job, better="higher", metric="throughput")
         }
     common = [k for k in values["candidate"] if k in values["current"] and values["current"][k] > 0]

@@ -24,8 +24,8 @@ def _link(link) -> dict[str, str] | None:
 def roadmap_document(project: Any) -> dict[str, Any]:
     """Phases, gates, tasks, checklist, recommendation and the porting and benchmark
     figures behind them, as plain data."""
-    states = roadmap_state(project)
     facts = Facts(project)
+    states = roadmap_state(project, facts)
     rec = recommend(facts)
     scan = facts.scan
     summary = (scan.summary or {}) if scan else {}
