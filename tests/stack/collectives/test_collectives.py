@@ -93,28 +93,23 @@ def test_bad_sweeps_are_refused_at_submit():
         validate_params("collective-bench", {"factor": 1})
 
 
+def _run_gloo(tmp_path, *, ranks: int, max_bytes: int):
+    """A small collective-bench job on the CPU through the real CLI: (result.json, process)."""
+    params = {"ranks": ranks, "max_bytes": max_bytes, "iters": 2, "repeats": 2,
+              "warmup": 1, "backend": "gloo"}  # fmt: skip
+    (tmp_path / "p.json").write_text(json.dumps(params))
+    out = tmp_path / "out"
+    done = run_stack(
+        ["run", "collective-bench", "--params", str(tmp_path / "p.json"), "--out", str(out)],
+        timeout=600,
+    )
+    return json.loads((out / "result.json").read_text()), done
+
+
 @needs_torch
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_real_collectives_on_the_cpu_are_correct_and_measured(tmp_path, ranks):
-    params = {
-        "ranks": ranks,
-        "max_bytes": 4096,
-        "iters": 2,
-        "repeats": 2,
-        "warmup": 1,
-        "backend": "gloo",
-    }
-    (tmp_path / "p.json").write_text(json.dumps(params))
-    argv = [
-        "run",
-        "collective-bench",
-        "--params",
-        str(tmp_path / "p.json"),
-        "--out",
-        str(tmp_path / "out"),
-    ]
-    done = run_stack(argv, timeout=600)
-    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    result, done = _run_gloo(tmp_path, ranks=ranks, max_bytes=4096)
     assert result["status"] == "succeeded", (result["error"], done.stderr[-2000:])
     summary = result["summary"]
     assert summary["backend"] == "gloo" and summary["ranks"] == ranks and not summary["wrong"]
@@ -152,25 +147,7 @@ def test_the_real_h200_topology_output_with_its_ansi_underline_is_read():
 
 @needs_torch
 def test_one_rank_keeps_times_but_claims_no_bandwidth(tmp_path):
-    params = {
-        "ranks": 1,
-        "max_bytes": 1024,
-        "iters": 2,
-        "repeats": 2,
-        "warmup": 1,
-        "backend": "gloo",
-    }
-    (tmp_path / "p.json").write_text(json.dumps(params))
-    argv = [
-        "run",
-        "collective-bench",
-        "--params",
-        str(tmp_path / "p.json"),
-        "--out",
-        str(tmp_path / "out"),
-    ]
-    run_stack(argv, timeout=600)
-    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    result, _ = _run_gloo(tmp_path, ranks=1, max_bytes=1024)
     assert result["status"] == "succeeded", result["error"]
     assert {m["metric"] for m in result["measurements"]} == {"time"}
     assert "no link is measured" in result["summary"]["note"]
