@@ -199,6 +199,10 @@ ROCPATH_JOB_TIMEOUT_MAX_S = env_int("ROCPATH_JOB_TIMEOUT_MAX_S", 6 * 3600, minim
 ROCPATH_HEARTBEAT_S = env_int("ROCPATH_HEARTBEAT_S", 5, minimum=1)
 ROCPATH_RUNNING_GRACE_S = env_int("ROCPATH_RUNNING_GRACE_S", 120, minimum=1)
 ROCPATH_QUEUED_GRACE_S = env_int("ROCPATH_QUEUED_GRACE_S", 24 * 3600, minimum=1)
+# The fleet (jobs.fleet): each worker announces itself every ROCPATH_WORKER_BEAT_S and is
+# shown gone, and no longer routed to, once not seen for ROCPATH_WORKER_GONE_S.
+ROCPATH_WORKER_BEAT_S = env_int("ROCPATH_WORKER_BEAT_S", 15, minimum=1)
+ROCPATH_WORKER_GONE_S = env_int("ROCPATH_WORKER_GONE_S", 60, minimum=2)
 # Phase 4's gate: days in a row a project's scheduled jobs must all have succeeded.
 ROCPATH_GATE_GREEN_DAYS = env_int("ROCPATH_GATE_GREEN_DAYS", 7, minimum=1, maximum=365)
 ROCPATH_REAPER_INTERVAL_S = env_int("ROCPATH_REAPER_INTERVAL_S", 60, minimum=1)

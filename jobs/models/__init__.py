@@ -8,6 +8,7 @@ from jobs.models.job import IllegalTransition, Job
 from jobs.models.measurement import Measurement
 from jobs.models.schedule import Schedule
 from jobs.models.tuned_file import TunedFile
+from jobs.models.worker import Worker
 
 __all__ = [
     "Artifact",
@@ -19,4 +20,5 @@ __all__ = [
     "Measurement",
     "Schedule",
     "TunedFile",
+    "Worker",
 ]

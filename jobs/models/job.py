@@ -88,6 +88,10 @@ class Job(models.Model):
     attempt = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=200, blank=True)
     task_id = models.CharField(max_length=64, blank=True, db_index=True)
+    # Where the job was routed (jobs.routing): the Celery queue it waits on, and why that
+    # one (which capable workers consume it), as the job page shows it.
+    queue = models.CharField(max_length=64, blank=True)
+    route_note = models.CharField(max_length=500, blank=True)
 
     environment = models.ForeignKey(
         "jobs.Environment", on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs"
