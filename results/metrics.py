@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Coalesce, NullIf
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -32,7 +33,8 @@ from prometheus_client.registry import CollectorRegistry
 
 from jobs.api.throttles import client_address
 from jobs.choices import TERMINAL_STATUSES, JobStatus
-from jobs.models import GpuLease, Job
+from jobs.models import GpuLease, Job, Worker
+from jobs.models.worker import live_since
 from results.models import MetricsScrape, Verdict, VerdictKind
 from stack.kinds import KINDS
 
@@ -48,9 +50,15 @@ def _kind(name: str) -> str:
 
 
 def known_queues() -> list[str]:
+    """The queues a label may name: the default, the operator's, and those the live
+    workers announced (capability queues); bounded by the fleet, not by what jobs ask."""
     names = [settings.CELERY_TASK_DEFAULT_QUEUE]
     for queues in settings.ROCPATH_JOB_QUEUES.values():
         names += [queue for queue in queues if queue not in names]
+    for queues in Worker.objects.filter(last_seen_at__gte=live_since()).values_list(
+        "queues", flat=True
+    ):
+        names += [queue for queue in queues or [] if isinstance(queue, str) and queue not in names]
     return names
 
 
@@ -61,6 +69,7 @@ class DatabaseCollector:
         yield from self._jobs_and_durations()
         yield self._queue_depth()
         yield self._workers()
+        yield self._fleet()
         yield self._leases()
         yield self._regressions()
 
@@ -120,12 +129,19 @@ class DatabaseCollector:
         rows = (
             Job.objects.filter(status__in=WAITING)
             .order_by()
-            .annotate(queue=KeyTextTransform("queue", "requested_hardware"))
-            .values("queue", "status")
+            # The queue routing chose (Job.queue), else the one the job named.
+            .annotate(
+                waits_on=Coalesce(
+                    NullIf("queue", Value("")),
+                    KeyTextTransform("queue", "requested_hardware"),
+                    output_field=TextField(),
+                )
+            )
+            .values("waits_on", "status")
             .annotate(n=Count("id"))
         )
         for row in rows:
-            queue = row["queue"] or settings.CELERY_TASK_DEFAULT_QUEUE
+            queue = row["waits_on"] or settings.CELERY_TASK_DEFAULT_QUEUE
             counts[(queue if queue in queues else OTHER, row["status"])] += row["n"]
         family = GaugeMetricFamily(
             "rocpath_queue_depth",
@@ -157,6 +173,30 @@ class DatabaseCollector:
             "ran a job created within it (an idle worker is not seen).",
         )
         family.add_metric([], seen)
+        return family
+
+    def _fleet(self) -> GaugeMetricFamily:
+        """The announced workers by state (jobs.fleet): a GPU host gone is an alert."""
+        since = live_since()
+        rows = (
+            Worker.objects.order_by()
+            .values("executor")
+            .annotate(
+                live=Count("id", filter=Q(stopped_at__isnull=True, last_seen_at__gte=since)),
+                stopped=Count("id", filter=Q(stopped_at__isnull=False)),
+                n=Count("id"),
+            )
+        )
+        family = GaugeMetricFamily(
+            "rocpath_workers",
+            "Workers that announced themselves, by executor and state: live (seen within "
+            "ROCPATH_WORKER_GONE_S), gone (not seen since), stopped (stopped cleanly).",
+            labels=["executor", "state"],
+        )
+        for row in rows:
+            gone = row["n"] - row["live"] - row["stopped"]
+            for state, n in (("live", row["live"]), ("gone", gone), ("stopped", row["stopped"])):
+                family.add_metric([row["executor"] or OTHER, state], n)
         return family
 
     def _leases(self) -> GaugeMetricFamily:

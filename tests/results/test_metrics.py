@@ -13,7 +13,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from jobs.choices import JobStatus
-from jobs.models import GpuLease
+from jobs.models import GpuLease, Worker
 from results.models import Verdict, VerdictKind
 from stack.kinds import KINDS, noop, probe
 from tests.factories import make_job
@@ -162,7 +162,7 @@ def test_a_scrape_costs_the_same_queries_whatever_the_number_of_jobs(
         make_job(team, kind=kind, status=JobStatus.QUEUED)
     with CaptureQueriesContext(connection) as many:
         scrape()
-    assert len(many) == len(few) == 6  # five reads, and the upsert of the scrape's time
+    assert len(many) == len(few) == 8  # seven reads, and the upsert of the scrape's time
 
 
 # --- access ------------------------------------------------------------------------
@@ -197,3 +197,31 @@ def test_with_both_a_scrape_needs_the_token_and_an_allowed_address(db: None, set
     assert Client().get("/metrics", **auth).status_code == 200
     settings.ROCPATH_METRICS_ALLOW = ["192.0.2.0/24"]
     assert Client().get("/metrics", **auth).status_code == 403
+
+
+# --- the fleet ---------------------------------------------------------------------
+def test_announced_workers_are_counted_by_executor_and_state(team: Any, scrape: Any) -> None:
+    now = timezone.now()
+    Worker.objects.create(name="a@live", host="a", executor="docker", last_seen_at=now)
+    Worker.objects.create(name="b@live", host="b", executor="slurm", last_seen_at=now)
+    Worker.objects.create(
+        name="c@gone", host="c", executor="docker", last_seen_at=now - timedelta(hours=1)
+    )
+    Worker.objects.create(
+        name="d@stopped", host="d", executor="docker", last_seen_at=now, stopped_at=now
+    )
+    samples = scrape()
+    by = {"live": 1, "gone": 1, "stopped": 1}
+    for state, n in by.items():
+        assert samples[("rocpath_workers", (("executor", "docker"), ("state", state)))] == n
+    assert samples[("rocpath_workers", (("executor", "slurm"), ("state", "live")))] == 1
+
+
+def test_a_job_routed_to_a_capability_queue_is_counted_on_that_queue(
+    team: Any, scrape: Any, settings: Any
+) -> None:
+    queue = f"{settings.CELERY_TASK_DEFAULT_QUEUE}-gpu-amd-gfx942"
+    Worker.objects.create(name="a@mi300x", host="a", executor="docker", queues=[queue])
+    make_job(team, status=JobStatus.QUEUED, queue=queue)
+    samples = scrape()
+    assert samples[("rocpath_queue_depth", (("queue", queue), ("status", "queued")))] == 1
