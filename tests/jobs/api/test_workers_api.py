@@ -95,9 +95,8 @@ def test_a_worker_shows_only_the_running_jobs_of_the_readers_teams(api, team):
     theirs = make_job(make_team(), status=JobStatus.RUNNING, kind="secret", worker=worker.name)
     make_job(team, status=JobStatus.SUCCEEDED, worker=worker.name)  # ended: not "now"
     for row in (api.get(URL).json()["results"][0], api.get(f"{URL}{worker.pk}/").json()):
-        assert row["jobs"] == [
-            {"id": ours.pk, "kind": "probe", "status": "running", "link": f"/api/v1/jobs/{ours.pk}/"}
-        ]
+        link = f"/api/v1/jobs/{ours.pk}/"
+        assert row["jobs"] == [{"id": ours.pk, "kind": "probe", "status": "running", "link": link}]
         assert row["jobs_running"] == 2  # the announced count: every team's
         assert str(theirs.pk) not in str(row["jobs"]) and "secret" not in str(row)
 
