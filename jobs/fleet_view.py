@@ -172,7 +172,7 @@ class Waiting:
     def note(self) -> str:
         """One sentence on what happens next, for the page and the API alike."""
         if self.status == JobStatus.PENDING:
-            lead = "Not yet handed to the queue (the broker could not be reached); then: "
+            lead = "Not yet handed to the queue (it is once the broker takes it); then: "
         else:
             lead = ""
         if not self.live_workers:
