@@ -30,6 +30,7 @@ def worker_list(request: HttpRequest) -> HttpResponse:
             "members": members,
             "live": sum(1 for m in members if m.state == "live"),
             "gone_s": settings.ROCPATH_WORKER_GONE_S,
+            "beat_s": settings.ROCPATH_WORKER_BEAT_S,
         },
     )
 

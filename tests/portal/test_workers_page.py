@@ -135,3 +135,9 @@ def test_the_worker_admin_lists_and_filters_workers_read_only(db):
     page = client.get(f"/admin/jobs/worker/{worker.pk}/change/")
     assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
     assert client.get("/admin/jobs/worker/add/").status_code == 403
+
+
+def test_the_table_refreshes_itself_on_the_workers_beat(browser, settings):
+    settings.ROCPATH_WORKER_BEAT_S = 15
+    html = browser.get("/workers/").content.decode()
+    assert 'hx-trigger="every 15s" hx-select="#fleet"' in html
