@@ -200,8 +200,8 @@ class Waiting:
 
 def queue_of(job: Job) -> str:
     """The queue the job waits on: routed (job.queue), named by hand, or the default."""
-    named = (job.requested_hardware or {}).get("queue") if job.requested_hardware else None
-    return job.queue or (str(named) if named else "") or settings.CELERY_TASK_DEFAULT_QUEUE
+    hardware = job.requested_hardware if isinstance(job.requested_hardware, dict) else {}
+    return job.queue or str(hardware.get("queue") or "") or settings.CELERY_TASK_DEFAULT_QUEUE
 
 
 def waiting_for(job: Job) -> Waiting | None:
