@@ -3,6 +3,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
+from jobs.fleet_view import WorkerState, state_of
 from jobs.models import (
     Artifact,
     Environment,
@@ -12,8 +13,10 @@ from jobs.models import (
     Measurement,
     Schedule,
     TunedFile,
+    Worker,
 )
 from jobs.models.schedule import EDITABLE_FIELDS
+from jobs.models.worker import live_since
 from jobs.services.schedules import check_schedule, plan
 from jobs.services.submit import SubmissionError
 
@@ -195,3 +198,49 @@ class TunedFileAdmin(admin.ModelAdmin):
         "rocm_version", "hipblaslt_version", "rocblas_version", "validators", "entries",
         "content", "sha256", "created_at",
     ]  # fmt: skip
+
+
+class WorkerStateFilter(admin.SimpleListFilter):
+    """live / gone / stopped, as the Workers page says it (jobs.fleet_view)."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [(s, s) for s in WorkerState.ORDER]
+
+    def queryset(self, request: Any, queryset: Any) -> Any:
+        since = live_since()
+        if self.value() == WorkerState.LIVE:
+            return queryset.filter(stopped_at__isnull=True, last_seen_at__gte=since)
+        if self.value() == WorkerState.GONE:
+            return queryset.filter(stopped_at__isnull=True, last_seen_at__lt=since)
+        if self.value() == WorkerState.STOPPED:
+            return queryset.filter(stopped_at__isnull=False)
+        return queryset
+
+
+@admin.register(Worker)
+class WorkerAdmin(admin.ModelAdmin):
+    """Read-only: a row is the worker's own announcement (jobs.fleet); editing it would lie."""
+
+    list_display = [
+        "name", "host", "executor", "state", "jobs_running", "last_seen_at", "started_at",
+        "stopped_at",
+    ]  # fmt: skip
+    list_filter = [WorkerStateFilter, "executor", "host"]
+    search_fields = ["name", "host"]
+    readonly_fields = [
+        "name", "host", "executor", "queues", "inventory", "jobs_running", "started_at",
+        "last_seen_at", "stopped_at",
+    ]  # fmt: skip
+
+    @admin.display(description="state")
+    def state(self, worker: Worker) -> str:
+        return state_of(worker)
+
+    def has_add_permission(self, request: object) -> bool:
+        return False
+
+    def has_change_permission(self, request: object, obj: object = None) -> bool:
+        return False

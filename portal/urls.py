@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from portal import alerts, roadmap, schedules, views
+from portal import alerts, fleet, roadmap, schedules, views
 from portal.kinds import profile as profile_pages
 
 app_name = "portal"
@@ -83,4 +83,6 @@ urlpatterns = [
     path("schedules/<int:pk>/toggle/", schedules.schedule_toggle, name="schedule-toggle"),
     path("schedules/<int:pk>/delete/", schedules.schedule_delete, name="schedule-delete"),
     path("account/token/", views.api_token, name="api-token"),
+    path("workers/", fleet.worker_list, name="workers"),
+    path("workers/<int:pk>/", fleet.worker_detail, name="worker-detail"),
 ]

@@ -29,6 +29,7 @@ from jobs.api.authentication import rotate_token, token_expires_at
 from jobs.api.errors import bound_errors
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
+from jobs.fleet_view import waiting_for
 from jobs.models import IllegalTransition, Job
 from portal.charts import bar_chart, history_chart, job_charts, time_chart
 from portal.forms import JobSubmitForm, ProjectForm, param_fields
@@ -141,6 +142,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "summary_bytes": summary_bytes,
             "params_json": json.dumps(job.params, indent=2),
             "can_write": can_write(request.user, job.team_id),
+            "waiting": waiting_for(job),
             "verdicts": results.verdicts_of(job)[:500],
             "verdict_counts": results.verdict_counts(job),
             "baselines": job.baselines.select_related("project"),
@@ -225,7 +227,13 @@ def job_log(request: HttpRequest, pk: int) -> HttpResponse:
     response = render(
         request,
         "portal/_job_log.html",
-        {"job": job, "events": events, "cursor": events[-1].id if events else after},
+        {
+            "job": job,
+            "events": events,
+            "cursor": events[-1].id if events else after,
+            # Refreshed with the status: the note follows the job (and the fleet) as it moves.
+            "waiting": waiting_for(job),
+        },
     )
     if job.is_terminal:
         response["HX-Refresh"] = "true"

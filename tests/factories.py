@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from jobs.choices import JobStatus
-from jobs.models import Environment, Job, Measurement
+from jobs.models import Environment, Job, Measurement, Worker
 from jobs.services import record_environment
 from teams.choices import Role
 from teams.models import AdoptionProject, Membership, Team
@@ -46,6 +47,37 @@ def make_job(team: Team, *, status: str = JobStatus.PENDING, **fields: Any) -> J
         fields.setdefault("started_at", timezone.now())
         fields.setdefault("heartbeat_at", timezone.now())
     return Job.objects.create(team=team, status=status, **fields)
+
+
+def make_worker(name: str | None = None, *, seen_s_ago: float = 0, **fields: Any) -> Worker:
+    """A worker's row as if it announced itself ``seen_s_ago`` seconds ago (default: now).
+
+    The inventory defaults to one MI300X with ROCm; pass ``gpus=[...]`` or ``inventory``.
+    """
+    name = name or f"celery@host-{next(_seq)}"
+    gpus = fields.pop(
+        "gpus",
+        [
+            {
+                "index": 0,
+                "vendor": "amd",
+                "model": "AMD Instinct MI300X",
+                "arch": "gfx942",
+                "memory_bytes": 206158430208,
+            }
+        ],
+    )
+    fields.setdefault(
+        "inventory",
+        {"gpus": gpus, "software": {"rocm_version": "6.2.1"}, "images": [], "cpus": 8},
+    )
+    fields.setdefault("host", name.partition("@")[2] or name)
+    fields.setdefault("executor", "local")
+    fields.setdefault("queues", ["rocpath"])
+    seen = timezone.now() - timedelta(seconds=seen_s_ago)
+    fields.setdefault("last_seen_at", seen)
+    fields.setdefault("started_at", seen - timedelta(hours=1))
+    return Worker.objects.create(name=name, **fields)
 
 
 def make_measurement(job: Job, value: float, **case: Any) -> Measurement:

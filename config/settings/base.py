@@ -516,6 +516,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
+# The fleet pages (issue 16): a job's list row and its detail (with ``waiting``) share the
+# job statuses; one named enum, not a hashed name for the collision (drf-spectacular W001).
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {"JobStatusEnum": "jobs.choices.JobStatus"}
 
 # --- security: auth and hardening ---------------------------------------------
 # Sign-in lockout (django-axes): after ROCPATH_LOGIN_FAILURE_LIMIT wrong passwords for one

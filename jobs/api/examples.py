@@ -203,3 +203,73 @@ TOKEN = example(
         "expires_at": "2027-03-01T09:30:00Z",
     },
 )
+
+# --- The fleet (issue 16, pages) ------------------------------------------------------
+
+QUEUED_JOB = example(
+    "a job waiting on a queue nobody consumes now",
+    {
+        **JOB,
+        "id": 44,
+        "status": "queued",
+        "started_at": None,
+        "finished_at": None,
+        "duration_s": None,
+        "exit_code": None,
+        "worker": "",
+        "environment": None,
+        "waiting": {
+            "queue": "gpu-amd-gfx942",
+            "default_queue": False,
+            "route_note": "asks for arch gfx942: only the workers with an MI300X consume it",
+            "live_workers": [],
+            "busy_workers": [],
+            "note": "no live worker consumes this queue now: it will wait until one does or "
+            "the reaper ends it after ROCPATH_QUEUED_GRACE_S (86400 s).",
+        },
+    },
+)
+FINISHED_JOB_DETAIL = example("a finished job", {**JOB, "waiting": None})
+
+WORKER: dict[str, Any] = {
+    "id": 3,
+    "name": "celery@gpu-node-7",
+    "host": "gpu-node-7",
+    "executor": "docker",
+    "queues": ["rocpath", "gpu-amd-gfx942"],
+    "state": "live",
+    "gpus": [
+        {
+            "count": 8,
+            "vendor": "amd",
+            "model": "AMD Instinct MI300X",
+            "arch": "gfx942",
+            "memory_bytes": 206158430208,
+        }
+    ],
+    "inventory": {
+        "gpus": [
+            {
+                "index": i,
+                "vendor": "amd",
+                "model": "AMD Instinct MI300X",
+                "arch": "gfx942",
+                "memory_bytes": 206158430208,
+            }
+            for i in range(8)
+        ],
+        "software": {"rocm_version": "6.2.1", "cuda_version": None},
+        "images": ["rocm/pytorch:rocm6.2", "sha256:4f1c0e9b"],
+        "cpus": 192,
+        "memory_mb": 2064384,
+    },
+    "jobs_running": 1,
+    "jobs": [{"id": 42, "kind": FIRST_KIND.name, "status": "running", "link": "/api/v1/jobs/42/"}],
+    "started_at": "2026-12-01T08:00:00Z",
+    "last_seen_at": WHEN,
+    "last_seen_s_ago": 4,
+    "stopped_at": None,
+    "links": {"self": "/api/v1/workers/3/", "page": "/workers/3/"},
+}
+WORKER_EXAMPLE = example("a live MI300X host running one of your jobs", WORKER)
+WORKERS_EXAMPLE = example("the fleet (one worker shown)", page(WORKER))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from jobs.fleet_view import waiting_for
 from jobs.models import Artifact, Environment, Job, JobEvent, Measurement, Schedule
 from jobs.models.schedule import EDITABLE_FIELDS
 from jobs.services.schedules import local_time
@@ -227,3 +230,92 @@ class ScheduleWriteSerializer(serializers.Serializer):
         max_length=64, required=False, default="UTC", help_text="IANA name, e.g. Europe/Berlin"
     )
     enabled = serializers.BooleanField(required=False, default=True)
+
+
+# --- The fleet (issue 16, pages): workers as jobs.fleet_view reads them -------------------
+
+
+class WorkerJobSerializer(serializers.Serializer):
+    """A job a worker runs now, of the reader's teams (another team's is left out)."""
+
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    link = serializers.SerializerMethodField()
+
+    def get_link(self, job: Job) -> str:
+        return reverse("api:job-detail", args=[job.pk])
+
+
+class GpuGroupSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    vendor = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    arch = serializers.CharField(allow_null=True)
+    memory_bytes = serializers.IntegerField(allow_null=True)
+
+
+class WorkerSerializer(serializers.Serializer):
+    """A fleet member (jobs.fleet_view.FleetMember): the row, its state, the visible jobs."""
+
+    id = serializers.IntegerField(source="worker.pk")
+    name = serializers.CharField(source="worker.name", help_text="Celery's node name")
+    host = serializers.CharField(source="worker.host")
+    executor = serializers.CharField(source="worker.executor")
+    queues = serializers.ListField(child=serializers.CharField(), source="worker.queues")
+    state = serializers.ChoiceField(
+        choices=["live", "gone", "stopped"],
+        help_text="live: seen within ROCPATH_WORKER_GONE_S; gone: not seen since; "
+        "stopped: stopped cleanly",
+    )
+    gpus = GpuGroupSerializer(many=True, help_text="the inventory's GPUs, grouped by model")
+    inventory = serializers.DictField(source="worker.inventory", help_text="as announced")
+    jobs_running = serializers.IntegerField(
+        source="worker.jobs_running", help_text="as announced: every team's jobs counted"
+    )
+    jobs = WorkerJobSerializer(many=True, help_text="those of them your teams may read")
+    started_at = serializers.DateTimeField(source="worker.started_at")
+    last_seen_at = serializers.DateTimeField(source="worker.last_seen_at")
+    last_seen_s_ago = serializers.IntegerField(source="seen_s_ago")
+    stopped_at = serializers.DateTimeField(source="worker.stopped_at", allow_null=True)
+    links = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.DictField(child=serializers.CharField()))
+    def get_links(self, member: Any) -> dict[str, str]:
+        return {
+            "self": reverse("api:worker-detail", args=[member.worker.pk]),
+            "page": reverse("portal:worker-detail", args=[member.worker.pk]),
+        }
+
+
+class WaitingSerializer(serializers.Serializer):
+    """jobs.fleet_view.Waiting.as_dict(): where a pending or queued job waits and why."""
+
+    queue = serializers.CharField()
+    default_queue = serializers.BooleanField()
+    route_note = serializers.CharField(allow_blank=True)
+    live_workers = serializers.ListField(child=serializers.CharField())
+    busy_workers = serializers.ListField(child=serializers.CharField())
+    note = serializers.CharField()
+
+
+class JobDetailSerializer(JobSerializer):
+    """One job as GET /api/v1/jobs/<id>/ answers: the list's fields and ``waiting``.
+
+    ``waiting`` costs a query (the live workers), so only the detail carries it, not every
+    row of a list.
+    """
+
+    waiting = serializers.SerializerMethodField(
+        help_text="while pending or queued: the queue it waits on, why, and who consumes it "
+        "now; null once it runs or ended"
+    )
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "waiting"]
+        read_only_fields = fields
+
+    @extend_schema_field(WaitingSerializer(allow_null=True))
+    def get_waiting(self, job: Job) -> dict[str, Any] | None:
+        waiting = waiting_for(job)
+        return waiting.as_dict() if waiting else None

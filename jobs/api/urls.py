@@ -9,6 +9,7 @@ routes = [
     ("jobs", views.JobViewSet, "job"),
     ("environments", views.EnvironmentViewSet, "environment"),
     ("schedules", views.ScheduleViewSet, "schedule"),
+    ("workers", views.WorkerViewSet, "worker"),
 ]
 urlpatterns = [
     path("kinds/", views.KindListView.as_view(), name="kinds"),

@@ -29,6 +29,7 @@ from jobs.api.serializers import (
     ArtifactSerializer,
     EnvironmentSerializer,
     EventPageSerializer,
+    JobDetailSerializer,
     JobEventSerializer,
     JobSerializer,
     JobSubmitSerializer,
@@ -37,9 +38,19 @@ from jobs.api.serializers import (
     ScheduleSerializer,
     ScheduleWriteSerializer,
     TokenSerializer,
+    WorkerSerializer,
 )
 from jobs.choices import JobStatus, LaunchType
-from jobs.models import Artifact, Environment, IllegalTransition, Job, Schedule, TunedFile
+from jobs.fleet_view import WorkerState, fleet, member, with_visible_jobs
+from jobs.models import (
+    Artifact,
+    Environment,
+    IllegalTransition,
+    Job,
+    Schedule,
+    TunedFile,
+    Worker,
+)
 from jobs.models.schedule import EDITABLE_FIELDS
 from stack.kinds import KINDS
 from stack.kinds.probe import KIND as PROBE
@@ -55,7 +66,7 @@ from teams.models import SourceSnapshot
             "summary and links to its events, artifacts and measurements. Another team's "
             "job answers 404."
         ),
-        examples=[ex.JOB_EXAMPLE],
+        examples=[ex.FINISHED_JOB_DETAIL, ex.QUEUED_JOB],
     )
 )
 class JobViewSet(
@@ -65,6 +76,10 @@ class JobViewSet(
     viewsets.GenericViewSet,
 ):
     serializer_class = JobSerializer
+
+    def get_serializer_class(self):
+        # The detail says where a waiting job waits (jobs.fleet_view); a list row does not.
+        return JobDetailSerializer if self.action == "retrieve" else JobSerializer
 
     def get_queryset(self):
         queryset = jobs_for(self.request.user)
@@ -578,3 +593,60 @@ class ScheduleViewSet(viewsets.ModelViewSet):
             return services.save_schedule(schedule, user=request.user)
         except services.SubmissionError as exc:
             raise ValidationError(exc.errors) from exc
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List workers",
+        description=(
+            "The fleet: every worker that announced itself, live first, then gone (not seen "
+            "for ROCPATH_WORKER_GONE_S), then stopped; each with its queues, full inventory, "
+            "GPUs grouped by model, and the running jobs of your teams (another team's are "
+            "counted in jobs_running, never listed). Any signed-in user may read it. Filter "
+            "by state, GPU vendor or queue consumed."
+        ),
+        parameters=[
+            OpenApiParameter("state", str, enum=list(WorkerState.ORDER)),
+            OpenApiParameter("vendor", str, description="a GPU vendor: amd or nvidia"),
+            OpenApiParameter("queue", str, description="workers consuming this queue"),
+        ],
+        examples=[ex.WORKERS_EXAMPLE],
+    ),
+    retrieve=extend_schema(
+        summary="Read one worker",
+        description=(
+            "One worker, by id or by its Celery node name (celery@host): its state, last "
+            "announcement and the running jobs of your teams."
+        ),
+        parameters=[OpenApiParameter("id", str, OpenApiParameter.PATH, description="id or name")],
+        examples=[ex.WORKER_EXAMPLE],
+    ),
+)
+class WorkerViewSet(viewsets.GenericViewSet):
+    """The fleet, read-only: workers write their own rows (jobs.fleet); nobody else does."""
+
+    serializer_class = WorkerSerializer
+    queryset = Worker.objects.all()
+    lookup_value_regex = "[^/]+"  # a Celery node name: celery@gpu-node-7
+
+    def list(self, request: Request) -> Response:
+        params = request.query_params
+        state = params.get("state") or None
+        if state and state not in WorkerState.ORDER:
+            raise ValidationError(
+                {"state": [f"unknown state {state[:32]!r}; one of {', '.join(WorkerState.ORDER)}"]}
+            )
+        members = fleet(
+            state=state, vendor=params.get("vendor") or None, queue=params.get("queue") or None
+        )
+        page = self.paginate_queryset(members)
+        with_visible_jobs(page, request.user)
+        return self.get_paginated_response(WorkerSerializer(page, many=True).data)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        found = Worker.objects.filter(name=pk).first()
+        if found is None and pk.isdigit():
+            found = Worker.objects.filter(pk=int(pk)).first()
+        if found is None:
+            raise Http404("no such worker")
+        return Response(WorkerSerializer(member(found, request.user)).data)
