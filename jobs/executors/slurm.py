@@ -555,11 +555,14 @@ def node_reason(nodes: str) -> str:
     if not nodes:
         return ""
     with contextlib.suppress(ExecutorError):
-        done = client(["scontrol", "show", "node", "-o", nodes])
-        match = re.search(r"\bReason=(.*?)(?:\s+\w+=|$)", done.stdout)
-        if match and match.group(1) not in ("", "(null)"):
-            return match.group(1).strip()
+        return parse_node_reason(client(["scontrol", "show", "node", "-o", nodes]).stdout)
     return ""
+
+
+def parse_node_reason(text: str) -> str:
+    """The Reason of ``scontrol show node -o``'s line (it runs to the end or the next key)."""
+    match = re.search(r"\bReason=(.*?)(?:\s+\w+=|$)", text.strip())
+    return "" if not match or match.group(1) in ("", "(null)") else match.group(1).strip()
 
 
 def scancel(*slurm_ids: str) -> bool:
