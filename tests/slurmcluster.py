@@ -59,8 +59,10 @@ def free_port() -> int:
 class SlurmCluster:
     """One node, one partition, two (file-backed) GPUs; its client environment in ``env``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, scheduler_parameters: str = "") -> None:
         tag = uuid.uuid4().hex[:8]
+        # slurm.conf's SchedulerParameters (e.g. batch_sched_delay=0); "": Slurm's defaults
+        self.scheduler_parameters = scheduler_parameters
         self.root = root
         self.name = f"rp{tag}"  # ClusterName: lower case, short
         self.node = f"rpn{tag}"
@@ -119,6 +121,11 @@ class SlurmCluster:
                     "MinJobAge=300",
                     "MessageTimeout=5",
                     "GresTypes=gpu",
+                    *(
+                        [f"SchedulerParameters={self.scheduler_parameters}"]
+                        if self.scheduler_parameters
+                        else []
+                    ),
                     f"NodeName={self.node} NodeHostname=localhost NodeAddr=127.0.0.1 "
                     f"CPUs={CPUS} RealMemory={MEMORY_MB} Gres=gpu:{GPUS} State=UNKNOWN",
                     f"PartitionName={self.partition} Nodes={self.node} Default=YES "
