@@ -35,9 +35,8 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.conf import settings
@@ -133,7 +132,7 @@ def unreachable(text: str) -> bool:
 
 def client_env() -> dict[str, str]:
     """What a Slurm client needs of the worker's environment, nothing of its secrets."""
-    keep = ("PATH", "SLURM_CONF", "LANG", "LC_ALL", "TZ", "MUNGE_SOCKET")
+    keep = ("PATH", "SLURM_CONF", "LANG", "LC_ALL", "TZ")
     return {key: os.environ[key] for key in keep if key in os.environ}
 
 
@@ -318,10 +317,6 @@ def sbatch_argv(spec: JobSpec) -> list[str]:
 
 
 # --- the batch script ----------------------------------------------------------------------
-def _python() -> str:
-    return settings.ROCPATH_STACK_PYTHON or sys.executable
-
-
 def runner_argv(spec: JobSpec) -> list[str]:
     """What the batch script executes: the runner, in its sandbox or container."""
     runtime = settings.ROCPATH_SLURM_CONTAINER
@@ -354,8 +349,6 @@ def _gpu_spec(spec: JobSpec) -> JobSpec:
     if not count:
         return spec
     vendor = spec.hardware.get("gpu_vendor") or (configured_gpu() or {}).get("vendor", "")
-    from dataclasses import replace
-
     return replace(
         spec, hardware={**spec.hardware, "gpu_vendor": vendor, "gpu_indices": list(range(count))}
     )
@@ -487,8 +480,7 @@ class SlurmExecutor(LocalExecutor):
 
 def submit(spec: JobSpec) -> str:
     """sbatch the job's script; its Slurm job id, or an ExecutorError with sbatch's words."""
-    env = {**client_env(), **_script_client_env()}
-    done = client(sbatch_argv(spec), env=env)
+    done = client(sbatch_argv(spec), env=client_env())
     if done.returncode != 0:
         message = (done.stderr or done.stdout).strip() or f"exit status {done.returncode}"
         raise ExecutorError(
@@ -498,10 +490,6 @@ def submit(spec: JobSpec) -> str:
     if not slurm_id.isdigit():
         raise ExecutorError(f"sbatch answered no job id: {done.stdout.strip()!r}")
     return slurm_id
-
-
-def _script_client_env() -> dict[str, str]:
-    return {"PYTHONUNBUFFERED": "1"}
 
 
 @functools.lru_cache(maxsize=4)

@@ -9,7 +9,7 @@ import pytest
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.slurm import final_state, listed_jobs
-from jobs.models import Job, JobEvent
+from jobs.models import GpuLease, Job, JobEvent
 from tests.waits import JOB_S, START_S, STOP_S, wait_until
 from tests.workers import TERMINAL, wait_for_status
 
@@ -68,6 +68,17 @@ def test_a_noop_job_runs_as_a_slurm_job_and_is_ingested_with_its_output_lines(
     assert ended is not None and ended.state == "COMPLETED"
     progress = JobEvent.objects.filter(job_id=job_id, kind="progress")
     assert [round(e.pct) for e in progress.order_by("id")] == [33, 67, 100]
+
+
+def test_a_gpu_job_gets_its_gpus_from_slurms_gres_and_no_lease_of_the_worker(
+    slurm_worker, slurm_cluster, api
+):
+    job_id = submit(api, {"kind": "noop", "hardware": {"gpu_count": 2}})
+    job = wait_for_status(job_id, TERMINAL)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert not GpuLease.objects.exists()  # the worker host has no GPU: a lease would fail
+    shown = slurm_cluster.client("scontrol", "show", "job", "-o", slurm_id_of(job_id)).stdout
+    assert "gres/gpu=2" in shown
 
 
 def test_a_probe_through_slurm_stores_the_node_environment(slurm_worker, api):
