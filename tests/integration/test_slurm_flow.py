@@ -10,6 +10,7 @@ from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.slurm import final_state, listed_jobs
 from jobs.models import GpuLease, Job, JobEvent
+from tests.slurmcluster import free_port
 from tests.waits import JOB_S, START_S, STOP_S, wait_until
 from tests.workers import TERMINAL, wait_for_status
 
@@ -78,7 +79,7 @@ def test_a_gpu_job_gets_its_gpus_from_slurms_gres_and_no_lease_of_the_worker(
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert not GpuLease.objects.exists()  # the worker host has no GPU: a lease would fail
     shown = slurm_cluster.client("scontrol", "show", "job", "-o", slurm_id_of(job_id)).stdout
-    assert "gres/gpu=2" in shown
+    assert "TresPerNode=gres:gpu:2" in shown
 
 
 def test_a_probe_through_slurm_stores_the_node_environment(slurm_worker, api):
@@ -179,3 +180,29 @@ def test_the_partition_inventory_is_what_slurm_says_of_its_node(slurm_cluster, s
         "memory_bytes": 196608 * 1024 * 1024,
     }
     assert re.fullmatch(r"rpp[0-9a-f]{8}", inventory["partition"])
+
+
+def test_a_controller_that_does_not_answer_is_an_error_that_may_pass(
+    slurm_cluster, monkeypatch, tmp_path
+):
+    from jobs.executors.base import ExecutorError, JobSpec
+    from jobs.executors.slurm import SlurmExecutor, current_state, submit
+
+    down = tmp_path / "down.conf"
+    port = free_port()  # nobody listens there: the controller is "down"
+    down.write_text(
+        re.sub(r"(?m)^SlurmctldPort=\d+$", f"SlurmctldPort={port}", slurm_cluster.conf.read_text())
+    )
+    monkeypatch.setenv("SLURM_CONF", str(down))
+    folder = tmp_path / "jobs" / "1"
+    folder.mkdir(parents=True)
+    (folder / "params.json").write_text("{}")
+    spec = JobSpec(job_id=1, kind="noop", job_dir=folder, timeout_s=60)
+    SlurmExecutor().prepare(spec)
+    with pytest.raises(ExecutorError) as refused:
+        submit(spec)
+    assert not refused.value.permanent
+    assert "Unable to contact slurm controller" in str(refused.value)
+    with pytest.raises(ExecutorError) as lost:
+        current_state("1")
+    assert not lost.value.permanent
