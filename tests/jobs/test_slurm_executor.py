@@ -18,6 +18,7 @@ from jobs.executors.base import ExecutorError, JobSpec, Outcome
 from jobs.executors.slurm import (
     SlurmRun,
     SlurmState,
+    accounting_disabled,
     apptainer_argv,
     batch_script,
     enroot_argv,
@@ -32,6 +33,7 @@ from jobs.executors.slurm import (
     parse_squeue,
     sbatch_argv,
     slurm_job_name,
+    unreachable,
 )
 from tests.factories import make_job
 
@@ -98,6 +100,20 @@ def test_sacct_says_who_cancelled_a_job_and_how_it_exited():
     state = parse_sacct("CANCELLED by 1001|0:15|None|rpn1\n")
     assert state == SlurmState("CANCELLED", "", "rpn1", 0, 15, cancelled_by="1001")
     assert parse_sacct("OUT_OF_MEMORY|0:125|OutOfMemory|rpn1\n").state == "OUT_OF_MEMORY"
+
+
+def test_sacct_without_slurmdbd_is_told_apart_and_scontrol_used_instead():
+    assert accounting_disabled(captured("sacct-disabled.txt"))
+    assert not accounting_disabled("COMPLETED|0:0|None|rpn1\n")
+
+
+def test_sbatch_refusing_a_job_is_permanent_and_a_controller_down_is_not():
+    for name in ("sbatch-gres-refused.txt", "sbatch-mem-refused.txt", "sbatch-time-refused.txt"):
+        assert not unreachable(captured(name)), name
+    assert unreachable(
+        "sbatch: error: Batch job submission failed: Unable to contact slurm controller "
+        "(connect failure)"
+    )
 
 
 def test_slurm_time_limits_are_read_in_seconds():
