@@ -44,6 +44,8 @@ class BenchStack:
         redis: str = "redis://127.0.0.1:6379/14",
         extra_env: dict[str, str] | None = None,
         control: bool = False,
+        slurm: bool = False,
+        slurm_scheduler_parameters: str = "",
     ) -> None:
         self.run_id = uuid.uuid4().hex[:8]
         self.pg = pg
@@ -72,6 +74,15 @@ class BenchStack:
             }
         )
         self.control = control  # also a control worker and beat (dispatcher, reaper)
+        # A private one-node Slurm cluster (tests/slurmcluster.py) the worker submits to.
+        self.slurm = None
+        if slurm:
+            from tests.slurmcluster import SlurmCluster
+
+            self.slurm = SlurmCluster(
+                self.var / "slurm", scheduler_parameters=slurm_scheduler_parameters
+            )
+            self.env.update(self.slurm.env)
         self.procs: dict[str, subprocess.Popen] = {}
         self.commands: dict[str, list[str]] = {}
         self.port = 0
@@ -101,6 +112,8 @@ class BenchStack:
         return done.stdout
 
     def _start(self) -> None:
+        if self.slurm is not None:
+            self.slurm.start()  # returns once its node is idle
         self._manage("migrate", "-v0")
         setup = (
             "from django.contrib.auth.models import User;"
@@ -212,6 +225,8 @@ class BenchStack:
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
+        if self.slurm is not None:
+            self.slurm.stop()
         with contextlib.suppress(Exception):  # Django may not have been set up
             from django.db import connections
 

@@ -55,14 +55,28 @@ def _recover_jobs(sender=None, **_: object) -> None:
 
         if removed := remove_containers(worker=name):
             logger.warning("worker %s removed containers of its previous life: %s", name, removed)
+    if executor == "slurm":
+        from jobs.services import cancel_slurm_jobs_of
+
+        if cancelled := cancel_slurm_jobs_of(ended):
+            logger.warning(
+                "worker %s cancelled Slurm jobs of its previous life: %s", name, cancelled
+            )
 
 
 @control_command(name="rocpath_sweep_containers")
 def sweep_containers(state: object) -> dict:
-    """Remove this host's job containers whose job has ended (broadcast by the reaper)."""
+    """Remove this host's job containers whose job has ended (broadcast by the reaper); a
+    worker of the slurm executor also cancels this deployment's Slurm jobs whose job has."""
+    from jobs.executors import resolve_executor
     from jobs.services import sweep_containers as sweep
 
-    return {"removed": sweep()}
+    swept: dict = {"removed": sweep()}
+    if resolve_executor() == "slurm":
+        from jobs.services import sweep_slurm_jobs
+
+        swept["scancelled"] = sweep_slurm_jobs()
+    return swept
 
 
 @task_prerun.connect

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 from teams.choices import Role
 from tests.factories import add_member, make_team, make_user
 
-pytest_plugins = ["tests.workers"]
+pytest_plugins = ["tests.workers", "tests.slurmcluster"]
 
 
 @pytest.fixture(autouse=True)

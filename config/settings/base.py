@@ -17,6 +17,7 @@ import ipaddress
 import os
 import re
 import secrets
+import shlex
 from datetime import timedelta
 from pathlib import Path
 
@@ -167,7 +168,7 @@ HOST_MEMORY_MB = host_memory_mb()
 # Every job gets a folder ROCPATH_ARTIFACT_ROOT/jobs/<id>/ holding params.json and out/.
 ARTIFACT_ROOT = Path(env_str("ROCPATH_ARTIFACT_ROOT", str(VAR_DIR / "artifacts"))).resolve()
 # auto: docker when the worker's engine answers and has the job image, else local.
-ROCPATH_EXECUTOR = env_choice("ROCPATH_EXECUTOR", "auto", ("auto", "local", "docker"))
+ROCPATH_EXECUTOR = env_choice("ROCPATH_EXECUTOR", "auto", ("auto", "local", "docker", "slurm"))
 ROCPATH_IMAGE = env_str("ROCPATH_IMAGE", "rocpath/debian:latest")
 # Per-kind images: "blas-bench=rocpath/rocm-pytorch:latest,profile=…"
 ROCPATH_KIND_IMAGES = env_map("ROCPATH_KIND_IMAGES")
@@ -195,6 +196,37 @@ ROCPATH_DOCKER_PIDS = env_int(
     "ROCPATH_DOCKER_PIDS", 512, minimum=8, maximum=ROCPATH_DOCKER_MAX_PIDS
 )
 ROCPATH_DOCKER_TMPFS_MB = env_int("ROCPATH_DOCKER_TMPFS_MB", 1024, minimum=16)
+
+# --- slurm executor (jobs/executors/slurm.py, docs/fleet.md "Slurm") ------------------
+# The partition jobs are submitted to ("": the cluster's default partition).
+ROCPATH_SLURM_PARTITION = env_str("ROCPATH_SLURM_PARTITION", "")
+# How the runner runs on the node: "" the plain environment (in the local executor's
+# bubblewrap sandbox where it starts), "apptainer" (apptainer exec --containall) or "enroot"
+# (srun --container-image, pyxis). ROCPATH_SLURM_IMAGE: the image for either (a .sif file,
+# docker://…); default: the job's image (docker://<image> for apptainer).
+ROCPATH_SLURM_CONTAINER = env_choice("ROCPATH_SLURM_CONTAINER", "", ("", "apptainer", "enroot"))
+ROCPATH_SLURM_IMAGE = env_str("ROCPATH_SLURM_IMAGE", "")
+# What a job gets when it asks nothing (--mem in MiB, --cpus-per-task), and this worker's
+# caps (0: none but the partition's, which sbatch enforces itself).
+ROCPATH_SLURM_MEMORY_MB = env_int("ROCPATH_SLURM_MEMORY_MB", 512, minimum=16)
+ROCPATH_SLURM_CPUS = env_int("ROCPATH_SLURM_CPUS", 1, minimum=1)
+ROCPATH_SLURM_MAX_MEMORY_MB = env_int("ROCPATH_SLURM_MAX_MEMORY_MB", 0, minimum=0)
+ROCPATH_SLURM_MAX_CPUS = env_int("ROCPATH_SLURM_MAX_CPUS", 0, minimum=0)
+# The partition's GPUs as "vendor:model:arch:memory_mib" (Slurm's Gres says only how many):
+# e.g. "amd:AMD Instinct MI300X:gfx942:196608" or "nvidia:NVIDIA H200:sm_90:143771".
+ROCPATH_SLURM_GPU = env_str("ROCPATH_SLURM_GPU", "")
+if ROCPATH_SLURM_GPU and not re.fullmatch(r"(amd|nvidia):[^:]+:[^:]+:\d+", ROCPATH_SLURM_GPU):
+    raise ImproperlyConfigured(
+        f"ROCPATH_SLURM_GPU={ROCPATH_SLURM_GPU!r}: use vendor:model:arch:memory_mib, vendor "
+        "amd or nvidia (e.g. amd:AMD Instinct MI300X:gfx942:196608)"
+    )
+# How often a running Slurm job's state is polled (its output files are read between).
+ROCPATH_SLURM_POLL_S = env_int("ROCPATH_SLURM_POLL_MS", 250, minimum=20) / 1000
+# How long the controller may not answer while a job runs before the worker gives it up
+# (the job is then queued again: ExecutorError, permanent=False).
+ROCPATH_SLURM_UNREACHABLE_S = env_int("ROCPATH_SLURM_UNREACHABLE_S", 120, minimum=1)
+# More sbatch options, as a shell would split them (e.g. "--account=gpu --qos=normal").
+ROCPATH_SLURM_SBATCH_ARGS = shlex.split(env_str("ROCPATH_SLURM_SBATCH_ARGS", "") or "")
 ROCPATH_JOB_TIMEOUT_MAX_S = env_int("ROCPATH_JOB_TIMEOUT_MAX_S", 6 * 3600, minimum=1)
 ROCPATH_HEARTBEAT_S = env_int("ROCPATH_HEARTBEAT_S", 5, minimum=1)
 ROCPATH_RUNNING_GRACE_S = env_int("ROCPATH_RUNNING_GRACE_S", 120, minimum=1)

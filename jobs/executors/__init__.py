@@ -10,6 +10,8 @@ from jobs.executors.base import Executor, ExecutorError
 ENGINES: dict[str, str] = {
     "local": "jobs.executors.local:LocalExecutor",
     "docker": "jobs.executors.docker:DockerExecutor",
+    # slurm: sbatch / squeue / scancel on a cluster sharing ARTIFACT_ROOT (docs/fleet.md)
+    "slurm": "jobs.executors.slurm:SlurmExecutor",
 }
 
 _resolved: str | None = None
@@ -37,13 +39,25 @@ def resolve_executor() -> str:
     return _resolved
 
 
-def get_executor(name: str) -> Executor:
+def engine_class(name: str) -> type[Executor]:
+    """The class of a registered engine, imported now (its class attributes, unstarted)."""
     try:
         target = ENGINES[name]
     except KeyError:
         raise ExecutorError(f"unknown executor {name!r}; known: {', '.join(ENGINES)}") from None
     module_name, _, class_name = target.partition(":")
-    return getattr(import_module(module_name), class_name)()
+    return getattr(import_module(module_name), class_name)
 
 
-__all__ = ["ENGINES", "Executor", "ExecutorError", "get_executor", "resolve_executor"]
+def get_executor(name: str) -> Executor:
+    return engine_class(name)()
+
+
+__all__ = [
+    "ENGINES",
+    "Executor",
+    "ExecutorError",
+    "engine_class",
+    "get_executor",
+    "resolve_executor",
+]

@@ -99,6 +99,10 @@ class Outcome:
     # Set when the worker stopped the job for going over a limit (its out folder's size):
     # the job ends errored with this text and nothing it left is read.
     limit_exceeded: str = ""
+    # Set when the engine's scheduler, not the runner, ended the job (Slurm: a failed node,
+    # a cancel from outside rocpath, its own time or memory limit, a job that vanished):
+    # the job ends errored with this text, the real cause, and nothing it left is read.
+    lost: str = ""
 
 
 class ExecutionHooks(Protocol):
@@ -248,6 +252,9 @@ def _follow(started: Started, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
 
 class Executor(ABC):
     name: str = ""
+    # True for an engine whose scheduler gives jobs their GPUs itself (Slurm's --gres): the
+    # worker then holds no GPU lease of its own for the job (jobs.leases).
+    allocates_gpus: bool = False
 
     def prepare(self, spec: JobSpec) -> None:
         """Make the out and work folders; engines add their own set-up (inputs, image, ...)."""

@@ -15,7 +15,13 @@ from jobs.services.dispatch import dispatch_jobs
 from jobs.services.environments import environment_digest, environment_identity, record_environment
 from jobs.services.ingest import Gathered, conclude, gather, ingest_result
 from jobs.services.paths import artifact_dir, artifact_file, cache_dir_for, job_dir
-from jobs.services.recovery import reap_stuck_jobs, recover_worker_jobs, sweep_containers
+from jobs.services.recovery import (
+    cancel_slurm_jobs_of,
+    reap_stuck_jobs,
+    recover_worker_jobs,
+    sweep_containers,
+    sweep_slurm_jobs,
+)
 from jobs.services.run import DatabaseHooks, events_after, execute_job
 from jobs.services.schedules import fire_due_schedules, save_schedule, stopped_schedules
 from jobs.services.submit import (
@@ -44,6 +50,7 @@ __all__ = [
     "artifact_file",
     "cache_dir_for",
     "cancel_job",
+    "cancel_slurm_jobs_of",
     "check_submission",
     "conclude",
     "dispatch_jobs",
@@ -67,6 +74,7 @@ __all__ = [
     "stopped_schedules",
     "submit_job",
     "sweep_containers",
+    "sweep_slurm_jobs",
     "validate_hardware",
     "waits_for_broker",
 ]

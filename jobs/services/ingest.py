@@ -53,7 +53,7 @@ def gather(job: Job, spec: JobSpec, outcome: Outcome) -> Gathered:
     block or follow a link (jobs/outputs.py); done here, nothing of it holds a lock.
     """
     gathered = Gathered()
-    if outcome.oom_killed or outcome.signal is not None or outcome.limit_exceeded:
+    if outcome.oom_killed or outcome.signal is not None or outcome.limit_exceeded or outcome.lost:
         return gathered  # ended errored without reading anything it left
     if not (outcome.canceled or outcome.timed_out):
         gathered.result, gathered.problem = _read_result(job, spec, outcome)
@@ -191,6 +191,14 @@ def _conclude(
             progress=progress,
         )
         return "errored: over a limit"
+    if outcome.lost:
+        job.finish(
+            JobStatus.ERRORED,
+            exit_code=outcome.exit_code,
+            error=outcome.lost + (f"\n{tail}" if tail else ""),
+            progress=progress,
+        )
+        return "errored: lost by its scheduler"
     if outcome.oom_killed:
         job.finish(
             JobStatus.ERRORED,

@@ -140,6 +140,31 @@ def sweep_containers() -> list[str]:
     return remove_containers(jobs=on_host - running)
 
 
+def sweep_slurm_jobs() -> list[str]:
+    """scancel this deployment's Slurm jobs whose rocpath job no longer runs that attempt
+    (a lost worker's, or an attempt that was given up on): their Slurm ids."""
+    from jobs.executors.slurm import cancel_jobs, listed_jobs
+
+    listed = listed_jobs()
+    if not listed:
+        return []
+    running = dict(
+        Job.objects.filter(
+            pk__in={job for job, _ in listed.values()}, status=JobStatus.RUNNING
+        ).values_list("pk", "attempt")
+    )
+    return cancel_jobs(keep=running)
+
+
+def cancel_slurm_jobs_of(jobs: list[int]) -> list[str]:
+    """scancel the Slurm jobs of rocpath jobs that were just ended (a restarted worker's)."""
+    if not jobs:
+        return []
+    from jobs.executors.slurm import cancel_jobs
+
+    return cancel_jobs(jobs=set(jobs))
+
+
 def recover_worker_jobs(worker: str) -> list[int]:
     """A worker starting under a name ends the jobs its previous life left running."""
     ended = []

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.choices import EventKind, JobStatus
-from jobs.executors import ExecutorError, get_executor, resolve_executor
+from jobs.executors import ExecutorError, engine_class, get_executor, resolve_executor
 from jobs.executors.base import JobSpec, Outcome
 from jobs.executors.gpu_profiles import worker_inventory
 from jobs.leases import hold_gpus
@@ -212,7 +212,11 @@ def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = 
         if job.tuned_file_id:  # a registered tuned GEMM file: WORK/tunableop in the job
             spec.inputs[TUNED_INPUT] = write_input(job.tuned_file, folder / "tuned-input")
         spec.params_file.write_text(json.dumps(job.params))
-        held = hold_gpus(job, spec, hooks, worker_inventory)
+        # An engine whose scheduler allocates GPUs (Slurm) gets no lease of this worker's.
+        if engine_class(executor_name).allocates_gpus:
+            held = spec
+        else:
+            held = hold_gpus(job, spec, hooks, worker_inventory)
         if held is None:
             outcome = Outcome(canceled=True)  # while it waited for a GPU
         else:

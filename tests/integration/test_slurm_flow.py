@@ -1,0 +1,208 @@
+"""REST → Celery → the slurm executor → a real Slurm (munged, slurmctld, slurmd) → ingested."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.executors.slurm import final_state, listed_jobs
+from jobs.models import GpuLease, Job, JobEvent
+from tests.slurmcluster import free_port
+from tests.waits import JOB_S, START_S, STOP_S, wait_until
+from tests.workers import TERMINAL, wait_for_status
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def slurm_id_of(job_id: int, timeout: float = START_S) -> str:
+    """The Slurm job id the executor logged for a rocpath job."""
+    found: list[str] = []
+
+    def logged() -> bool:
+        event = JobEvent.objects.filter(job_id=job_id, message__startswith="Slurm job ").first()
+        if event is not None:
+            found.append(event.message.split()[2])
+        return bool(found)
+
+    assert wait_until(logged, timeout), f"job {job_id} was never submitted to Slurm"
+    return found[0]
+
+
+def wait_for_slurm_state(cluster, slurm_id: str, state: str, timeout: float = START_S) -> None:
+    def reached() -> bool:
+        done = cluster.client("squeue", "-h", "-t", "all", "-j", slurm_id, "-o", "%T", check=False)
+        return done.stdout.strip() == state
+
+    assert wait_until(reached, timeout, 0.1), f"Slurm job {slurm_id} never reached {state}"
+
+
+def submit(api, body: dict) -> int:
+    response = api.post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def sleeper(api, cluster) -> tuple[int, str]:
+    """A two-minute noop, returned once its Slurm job runs."""
+    job_id = submit(api, {"kind": "noop", "params": {"seconds": 120, "steps": 120}})
+    slurm_id = slurm_id_of(job_id)
+    wait_for_slurm_state(cluster, slurm_id, "RUNNING")
+    return job_id, slurm_id
+
+
+def test_a_noop_job_runs_as_a_slurm_job_and_is_ingested_with_its_output_lines(
+    slurm_worker, slurm_cluster, api
+):
+    params = {"seconds": 0.5, "steps": 3, "log_lines": 2}
+    job_id = submit(api, {"kind": "noop", "params": params})
+    job = wait_for_status(job_id, TERMINAL)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.executor == "slurm" and job.exit_code == 0
+    assert job.measurements.exists()
+    logs = JobEvent.objects.filter(job_id=job_id, kind="log").values_list("message", flat=True)
+    assert sum(1 for line in logs if line.startswith("noop log line")) == 2, list(logs)
+    slurm_id = slurm_id_of(job_id)
+    ended = final_state(slurm_id)
+    assert ended is not None and ended.state == "COMPLETED"
+    progress = JobEvent.objects.filter(job_id=job_id, kind="progress")
+    assert [round(e.pct) for e in progress.order_by("id")] == [33, 67, 100]
+
+
+def test_a_gpu_job_gets_its_gpus_from_slurms_gres_and_no_lease_of_the_worker(
+    slurm_worker, slurm_cluster, api
+):
+    job_id = submit(api, {"kind": "noop", "hardware": {"gpu_count": 2}})
+    job = wait_for_status(job_id, TERMINAL)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert not GpuLease.objects.exists()  # the worker host has no GPU: a lease would fail
+    shown = slurm_cluster.client("scontrol", "show", "job", "-o", slurm_id_of(job_id)).stdout
+    assert "TresPerNode=gres:gpu:2" in shown
+
+
+def test_a_probe_through_slurm_stores_the_node_environment(slurm_worker, api):
+    job = wait_for_status(submit(api, {"kind": "probe"}), TERMINAL)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    environment = api.get(f"/api/v1/environments/{job.environment_id}/").json()
+    assert environment["data"]["host"]["cpu_cores"] >= 1
+
+
+def test_a_canceled_job_is_scancelled_and_its_slurm_job_ends_cancelled(
+    slurm_worker, slurm_cluster, api
+):
+    job_id, slurm_id = sleeper(api, slurm_cluster)
+    assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
+    job = wait_for_status(job_id, TERMINAL, timeout=STOP_S)
+    assert job.status == JobStatus.CANCELED
+    ended = final_state(slurm_id)
+    assert ended is not None and ended.state == "CANCELLED"
+
+
+def test_a_node_lost_mid_run_ends_the_job_errored_with_node_fail_and_its_reason(
+    slurm_worker, slurm_cluster, api
+):
+    job_id, slurm_id = sleeper(api, slurm_cluster)
+    try:
+        slurm_cluster.set_node("down", "rack power lost")
+        job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
+    finally:
+        slurm_cluster.client(
+            "scontrol", "update", f"nodename={slurm_cluster.node}", "state=resume", check=False
+        )
+    assert job.status == JobStatus.ERRORED
+    assert f"the Slurm job {slurm_id} ended NODE_FAIL on {slurm_cluster.node}" in job.error
+    assert "its node failed" in job.error and "rack power lost" in job.error
+
+
+@pytest.mark.parametrize(
+    ("hardware", "refusal"),
+    [
+        ({"gpu_count": 3}, "Requested node configuration is not available"),
+        ({"memory_mb": 4096}, "Memory specification can not be satisfied"),
+    ],
+)
+def test_a_job_asking_more_than_the_partition_has_is_refused_with_sbatchs_message(
+    slurm_worker, api, hardware, refusal
+):
+    job = wait_for_status(submit(api, {"kind": "noop", "hardware": hardware}), TERMINAL)
+    assert job.status == JobStatus.ERRORED
+    assert job.error.startswith("sbatch refused the job: ") and refusal in job.error
+    assert job.attempt == 1  # permanent: never queued again
+
+
+def test_a_slurm_job_cancelled_outside_rocpath_ends_errored_saying_so(
+    slurm_worker, slurm_cluster, api
+):
+    job_id, slurm_id = sleeper(api, slurm_cluster)
+    slurm_cluster.client("scancel", slurm_id)
+    job = wait_for_status(job_id, TERMINAL, timeout=STOP_S)
+    assert job.status == JobStatus.ERRORED
+    assert f"the Slurm job {slurm_id} was cancelled outside rocpath" in job.error
+
+
+def test_the_sweep_cancels_slurm_jobs_whose_rocpath_job_no_longer_runs(
+    slurm_worker, slurm_cluster, api
+):
+    job_id, slurm_id = sleeper(api, slurm_cluster)
+    assert services.sweep_slurm_jobs() == []  # running: left alone
+    Job.objects.get(pk=job_id).fail_to_run("ended by the test, as a reaper would")
+    assert services.sweep_slurm_jobs() == [slurm_id]
+    wait_for_slurm_state(slurm_cluster, slurm_id, "CANCELLED", timeout=STOP_S)
+    assert slurm_id not in listed_jobs()
+
+
+def test_a_worker_restarting_cancels_the_slurm_jobs_of_its_previous_life(
+    slurm_worker, slurm_cluster, api
+):
+    job_id, slurm_id = sleeper(api, slurm_cluster)
+    slurm_worker.sigkill_main_process()
+    slurm_worker.start()  # same name: ends its running jobs and scancels their Slurm jobs
+    job = wait_for_status(job_id, TERMINAL)
+    assert job.status == JobStatus.ERRORED and "restarted" in job.error
+    wait_for_slurm_state(slurm_cluster, slurm_id, "CANCELLED", timeout=STOP_S)
+
+
+def test_the_partition_inventory_is_what_slurm_says_of_its_node(slurm_cluster, settings):
+    from jobs.executors.slurm import partition_inventory
+
+    settings.ROCPATH_SLURM_GPU = "amd:AMD Instinct MI300X:gfx942:196608"
+    inventory = partition_inventory()
+    assert inventory["partition"] == slurm_cluster.partition and inventory["nodes"] == 1
+    assert (inventory["cpus"], inventory["memory_mb"], inventory["max_time_s"]) == (2, 2048, 3600)
+    assert [g["index"] for g in inventory["gpus"]] == [0, 1]
+    assert inventory["gpus"][0] | {"index": 0} == {
+        "index": 0,
+        "vendor": "amd",
+        "model": "AMD Instinct MI300X",
+        "arch": "gfx942",
+        "memory_bytes": 196608 * 1024 * 1024,
+    }
+    assert re.fullmatch(r"rpp[0-9a-f]{8}", inventory["partition"])
+
+
+def test_a_controller_that_does_not_answer_is_an_error_that_may_pass(
+    slurm_cluster, monkeypatch, tmp_path
+):
+    from jobs.executors.base import ExecutorError, JobSpec
+    from jobs.executors.slurm import SlurmExecutor, current_state, submit
+
+    down = tmp_path / "down.conf"
+    port = free_port()  # nobody listens there: the controller is "down"
+    down.write_text(
+        re.sub(r"(?m)^SlurmctldPort=\d+$", f"SlurmctldPort={port}", slurm_cluster.conf.read_text())
+    )
+    monkeypatch.setenv("SLURM_CONF", str(down))
+    folder = tmp_path / "jobs" / "1"
+    folder.mkdir(parents=True)
+    (folder / "params.json").write_text("{}")
+    spec = JobSpec(job_id=1, kind="noop", job_dir=folder, timeout_s=60)
+    SlurmExecutor().prepare(spec)
+    with pytest.raises(ExecutorError) as refused:
+        submit(spec)
+    assert not refused.value.permanent
+    assert "Unable to contact slurm controller" in str(refused.value)
+    with pytest.raises(ExecutorError) as lost:
+        current_state("1")
+    assert not lost.value.permanent
