@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from jobs.choices import JobStatus
-from jobs.models import Environment, Job, Measurement
+from jobs.models import Environment, Job, Measurement, Worker
 from jobs.services import record_environment
 from teams.choices import Role
 from teams.models import AdoptionProject, Membership, Team
@@ -46,6 +46,47 @@ def make_job(team: Team, *, status: str = JobStatus.PENDING, **fields: Any) -> J
         fields.setdefault("started_at", timezone.now())
         fields.setdefault("heartbeat_at", timezone.now())
     return Job.objects.create(team=team, status=status, **fields)
+
+
+# A GPU of an announced inventory, as the probe reports one (docs/results/probe-h200.json).
+H200 = {"vendor": "nvidia", "model": "NVIDIA H200", "arch": "sm_90", "memory_bytes": 150754820096}
+MI300X = {
+    "vendor": "amd",
+    "model": "AMD Instinct MI300X",
+    "arch": "gfx942",
+    "memory_bytes": 192 * 2**30,
+}
+
+
+def make_worker(
+    name: str | None = None,
+    *,
+    gpus: list[dict] | None = None,
+    host: str | None = None,
+    executor: str = "local",
+    queues: list[str] | None = None,
+    **fields: Any,
+) -> Worker:
+    """A live worker's announcement, as jobs.fleet writes it: by default it consumes the
+    default queue and the capability queues its GPUs give it (one per vendor and arch,
+    one for its host)."""
+    from django.conf import settings
+
+    from jobs.routing import capability_queues
+
+    n = next(_seq)
+    name = name or f"celery@gpu-{n}"
+    host = host or name.partition("@")[2] or f"host-{n}"
+    inventory = fields.pop("inventory", None) or {
+        "gpus": [{"index": i, **gpu} for i, gpu in enumerate(gpus or [])],
+        "cpus": 16,
+        "memory_mb": 131072,
+    }
+    if queues is None:
+        queues = [settings.CELERY_TASK_DEFAULT_QUEUE, *capability_queues(inventory, host)]
+    return Worker.objects.create(
+        name=name, host=host, executor=executor, queues=queues, inventory=inventory, **fields
+    )
 
 
 def make_measurement(job: Job, value: float, **case: Any) -> Measurement:

@@ -174,10 +174,17 @@ _inventory: dict | None = None
 
 
 def worker_inventory() -> dict:
-    """What GPUs this worker host has, probed once per process (stack's probe, in-process)."""
+    """What GPUs this worker host has, once per process: the operator's configured
+    inventory (ROCPATH_WORKER_INVENTORY, jobs.fleet) when there is one, so that leases and
+    passthrough see the GPUs the worker announced; else probed (stack's probe, in-process).
+    """
     global _inventory  # one inventory per worker process, by design
     if _inventory is None:
-        from stack.probe import inventory
+        from jobs.fleet import configured_inventory
 
-        _inventory = inventory()
+        _inventory = configured_inventory()
+        if _inventory is None:
+            from stack.probe import inventory
+
+            _inventory = inventory()
     return _inventory

@@ -5,38 +5,59 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0010_tuned_file'),
+        ("jobs", "0010_tuned_file"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Worker',
+            name="Worker",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text="Celery's node name", max_length=200, unique=True)),
-                ('host', models.CharField(help_text='the host its GPUs are leased under', max_length=255)),
-                ('executor', models.CharField(help_text='local, docker or slurm', max_length=32)),
-                ('queues', models.JSONField(blank=True, default=list, help_text='the queues it consumes')),
-                ('inventory', models.JSONField(blank=True, default=dict)),
-                ('jobs_running', models.PositiveIntegerField(default=0)),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_seen_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('stopped_at', models.DateTimeField(blank=True, help_text='set on a clean stop', null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(help_text="Celery's node name", max_length=200, unique=True),
+                ),
+                (
+                    "host",
+                    models.CharField(
+                        help_text="the host its GPUs are leased under", max_length=255
+                    ),
+                ),
+                ("executor", models.CharField(help_text="local, docker or slurm", max_length=32)),
+                (
+                    "queues",
+                    models.JSONField(blank=True, default=list, help_text="the queues it consumes"),
+                ),
+                ("inventory", models.JSONField(blank=True, default=dict)),
+                ("jobs_running", models.PositiveIntegerField(default=0)),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "last_seen_at",
+                    models.DateTimeField(db_index=True, default=django.utils.timezone.now),
+                ),
+                (
+                    "stopped_at",
+                    models.DateTimeField(blank=True, help_text="set on a clean stop", null=True),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='job',
-            name='queue',
+            model_name="job",
+            name="queue",
             field=models.CharField(blank=True, max_length=64),
         ),
         migrations.AddField(
-            model_name='job',
-            name='route_note',
+            model_name="job",
+            name="route_note",
             field=models.CharField(blank=True, max_length=500),
         ),
     ]
