@@ -23,13 +23,14 @@ from typing import Any
 
 from django.conf import settings
 
+from jobs.executors.gpu_profiles import GIB, gpu_fits, wants_gpus
+
 # ROCPATH_JOB_QUEUES's key for the queues open to every team (no team slug is "*").
 EVERY_TEAM = "*"
 
 # The hardware fields capability routing reads, matched in the order a job names them.
 GPU_FIELDS = ("gpu_vendor", "gpu_model", "gpu_arch", "gpu_memory_gb", "gpu_count", "gpu_indices")
 CAPABILITY_FIELDS = (*GPU_FIELDS, "cpus", "memory_mb")
-GIB = 2**30  # gpu_memory_gb is in GiB, the unit the probe's memory_bytes is usually read in
 QUEUE_MAX = 64  # jobs.services.submit.QUEUE_NAME
 
 
@@ -118,12 +119,9 @@ def capability_queues(inventory: dict, host: str) -> list[str]:
 
 
 def wants_capability(hardware: dict | None) -> bool:
-    """Whether a job is routed by capability: it asks for a GPU or a GPU's property."""
-    if not hardware:
-        return False
-    return bool(hardware.get("gpu_count")) or any(
-        key in hardware for key in GPU_FIELDS if key != "gpu_count"
-    )
+    """Whether a job is routed by capability: it asks for a GPU or a GPU's property (the
+    same question the leases ask: jobs.executors.gpu_profiles.wants_gpus)."""
+    return wants_gpus(hardware)
 
 
 def live_workers() -> list[Any]:
@@ -132,19 +130,6 @@ def live_workers() -> list[Any]:
     from jobs.models.worker import live_since
 
     return list(Worker.objects.filter(stopped_at__isnull=True, last_seen_at__gte=live_since()))
-
-
-def gpu_fits(gpu: dict, hardware: dict) -> bool:
-    """Whether one GPU of an inventory has every GPU property the job names."""
-    if "gpu_vendor" in hardware and gpu.get("vendor") != hardware["gpu_vendor"]:
-        return False
-    model = hardware.get("gpu_model")
-    if model is not None and str(model).lower() not in str(gpu.get("model") or "").lower():
-        return False
-    if "gpu_arch" in hardware and gpu.get("arch") != hardware["gpu_arch"]:
-        return False
-    memory = hardware.get("gpu_memory_gb")
-    return memory is None or (gpu.get("memory_bytes") or 0) >= memory * GIB
 
 
 def gpus_needed(hardware: dict) -> int:
@@ -168,7 +153,7 @@ def fitting_gpus(inventory: dict, hardware: dict) -> dict[str, list[int]]:
 def serves(worker: Any, hardware: dict, image: str | None = None) -> bool:
     """Whether this worker can ever run a job asking for ``hardware`` (and ``image``)."""
     inventory = worker.inventory or {}
-    if any(key in hardware for key in GPU_FIELDS) or hardware.get("gpu_count"):
+    if wants_gpus(hardware):
         named = hardware.get("gpu_indices")
         fits = fitting_gpus(inventory, hardware).values()
         if named and not any(set(named) <= set(found) for found in fits):
