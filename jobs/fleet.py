@@ -36,6 +36,7 @@ from jobs.routing import capability_queues
 logger = logging.getLogger(__name__)
 
 VENDORS = ("amd", "nvidia")
+STOP_JOIN_S = 10  # how long a stopping worker waits for a beat in flight
 
 
 def parse_inventory(raw: str) -> dict:
@@ -185,8 +186,6 @@ def announce(consumer: Any) -> Worker | None:
     except Exception:
         logger.exception("worker %s could not announce itself; the next beat tries again", name)
         return None
-    finally:
-        connections.close_all()
 
 
 def record(name: str, fields: dict) -> Worker:
@@ -229,8 +228,9 @@ def beat(name: str, fields: dict) -> None:
 def stop(name: str) -> None:
     """At worker_shutdown: the beat ends and the row says the worker stopped."""
     beater = _beats.pop(name, None)
-    if beater is not None:
+    if beater is not None:  # ended first: a beat in flight would announce it live again
         beater.stopping.set()
+        beater.join(timeout=STOP_JOIN_S)
     try:
         Worker.objects.filter(name=name).update(
             stopped_at=timezone.now(), jobs_running=running(name)

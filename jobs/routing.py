@@ -278,7 +278,7 @@ def _describe(asks: dict) -> str:
         words = [str(asks[k]) for k in ("gpu_vendor", "gpu_model", "gpu_arch") if k in asks]
         count = gpus_needed(asks)
         text = " ".join([*words, "GPUs" if count > 1 else "GPU"])
-        text = f"{count} {text}" if count > 1 else f"{'an' if text[0] in 'aeiou' else 'a'} {text}"
+        text = f"{count} {text}" if count > 1 else f"{_article(text)} {text}"
         if "gpu_indices" in asks:
             text += f" at indices {asks['gpu_indices']}"
         if "gpu_memory_gb" in asks:
@@ -289,6 +289,11 @@ def _describe(asks: dict) -> str:
     if "memory_mb" in asks:
         parts.append(f"{asks['memory_mb']} MB of memory")
     return " and ".join(parts)
+
+
+def _article(text: str) -> str:
+    """ "an" before what is read with a vowel first: amd, nvidia, sm_90, MI300X, H200."""
+    return "an" if text[:1].lower() in "aefhilmnorsx" else "a"
 
 
 def _offers(key: str, workers: Iterable[Any], asks: dict) -> str:
