@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Coalesce, NullIf
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -120,12 +121,19 @@ class DatabaseCollector:
         rows = (
             Job.objects.filter(status__in=WAITING)
             .order_by()
-            .annotate(queue=KeyTextTransform("queue", "requested_hardware"))
-            .values("queue", "status")
+            # where it was routed (job.queue), else the queue it named
+            .annotate(
+                waiting_on=Coalesce(
+                    NullIf(F("queue"), Value("")),
+                    KeyTextTransform("queue", "requested_hardware"),
+                    output_field=TextField(),
+                )
+            )
+            .values("waiting_on", "status")
             .annotate(n=Count("id"))
         )
         for row in rows:
-            queue = row["queue"] or settings.CELERY_TASK_DEFAULT_QUEUE
+            queue = row["waiting_on"] or settings.CELERY_TASK_DEFAULT_QUEUE
             counts[(queue if queue in queues else OTHER, row["status"])] += row["n"]
         family = GaugeMetricFamily(
             "rocpath_queue_depth",
