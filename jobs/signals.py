@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from celery.signals import task_prerun, worker_init, worker_ready
+from celery.signals import task_prerun, worker_init, worker_ready, worker_shutdown
 from celery.worker.control import control_command
 from django.db import close_old_connections
 
@@ -83,3 +83,39 @@ def sweep_containers(state: object) -> dict:
 def _fresh_connections(**_: object) -> None:
     """What Django does per request: drop connections that are broken or past CONN_MAX_AGE."""
     close_old_connections()
+
+
+# --- fleet: announcement, beat and stop (jobs.fleet) ---
+@worker_init.connect
+def _check_inventory(**_: object) -> None:
+    """Refuse to start with a malformed ROCPATH_WORKER_INVENTORY: announcing GPUs the
+    operator did not mean would route jobs to a worker that cannot run them."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from jobs.fleet import configured_inventory
+
+    try:
+        configured_inventory()
+    except ImproperlyConfigured as exc:
+        logger.critical("the worker does not start: %s", exc)
+        raise SystemExit(f"rocpath: the worker does not start: {exc}") from None
+
+
+@worker_ready.connect
+def _announce(sender=None, **_: object) -> None:
+    """Consume this worker's capability queues and record it in the fleet; beat from now."""
+    from jobs.fleet import announce
+
+    if getattr(sender, "hostname", None):
+        announce(sender)
+
+
+@worker_shutdown.connect
+def _stopped(sender=None, **_: object) -> None:
+    from jobs.fleet import stop
+
+    if name := getattr(sender, "hostname", None):
+        stop(name)
+
+
+# --- end fleet ---

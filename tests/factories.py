@@ -49,35 +49,51 @@ def make_job(team: Team, *, status: str = JobStatus.PENDING, **fields: Any) -> J
     return Job.objects.create(team=team, status=status, **fields)
 
 
-def make_worker(name: str | None = None, *, seen_s_ago: float = 0, **fields: Any) -> Worker:
-    """A worker's row as if it announced itself ``seen_s_ago`` seconds ago (default: now).
+# A GPU of an announced inventory, as the probe reports one (docs/results/probe-h200.json).
+H200 = {"vendor": "nvidia", "model": "NVIDIA H200", "arch": "sm_90", "memory_bytes": 150754820096}
+MI300X = {
+    "vendor": "amd",
+    "model": "AMD Instinct MI300X",
+    "arch": "gfx942",
+    "memory_bytes": 192 * 2**30,
+}
 
-    The inventory defaults to one MI300X with ROCm; pass ``gpus=[...]`` or ``inventory``.
-    """
-    name = name or f"celery@host-{next(_seq)}"
-    gpus = fields.pop(
-        "gpus",
-        [
-            {
-                "index": 0,
-                "vendor": "amd",
-                "model": "AMD Instinct MI300X",
-                "arch": "gfx942",
-                "memory_bytes": 206158430208,
-            }
-        ],
-    )
-    fields.setdefault(
-        "inventory",
-        {"gpus": gpus, "software": {"rocm_version": "6.2.1"}, "images": [], "cpus": 8},
-    )
-    fields.setdefault("host", name.partition("@")[2] or name)
-    fields.setdefault("executor", "local")
-    fields.setdefault("queues", ["rocpath"])
+
+def make_worker(
+    name: str | None = None,
+    *,
+    gpus: list[dict] | None = None,
+    host: str | None = None,
+    executor: str = "local",
+    queues: list[str] | None = None,
+    seen_s_ago: float = 0,
+    **fields: Any,
+) -> Worker:
+    """A worker's announcement, as jobs.fleet writes it, ``seen_s_ago`` seconds ago (default:
+    now). By default it has one MI300X with ROCm and consumes the default queue and the
+    capability queues its GPUs give it (one per vendor and arch, one for its host)."""
+    from django.conf import settings
+
+    from jobs.routing import capability_queues
+
+    n = next(_seq)
+    name = name or f"celery@gpu-{n}"
+    host = host or name.partition("@")[2] or f"host-{n}"
+    inventory = fields.pop("inventory", None) or {
+        "gpus": [{"index": i, **gpu} for i, gpu in enumerate([MI300X] if gpus is None else gpus)],
+        "software": {"rocm_version": "6.2.1"},
+        "images": [],
+        "cpus": 16,
+        "memory_mb": 131072,
+    }
+    if queues is None:
+        queues = [settings.CELERY_TASK_DEFAULT_QUEUE, *capability_queues(inventory, host)]
     seen = timezone.now() - timedelta(seconds=seen_s_ago)
     fields.setdefault("last_seen_at", seen)
     fields.setdefault("started_at", seen - timedelta(hours=1))
-    return Worker.objects.create(name=name, **fields)
+    return Worker.objects.create(
+        name=name, host=host, executor=executor, queues=queues, inventory=inventory, **fields
+    )
 
 
 def make_measurement(job: Job, value: float, **case: Any) -> Measurement:

@@ -235,6 +235,13 @@ ROCPATH_QUEUED_GRACE_S = env_int("ROCPATH_QUEUED_GRACE_S", 24 * 3600, minimum=1)
 # shown gone, and no longer routed to, once not seen for ROCPATH_WORKER_GONE_S.
 ROCPATH_WORKER_BEAT_S = env_int("ROCPATH_WORKER_BEAT_S", 15, minimum=1)
 ROCPATH_WORKER_GONE_S = env_int("ROCPATH_WORKER_GONE_S", 60, minimum=2)
+# --- fleet: a worker's inventory (jobs.fleet) ---
+# What this worker's host has, when not probed: inline JSON or a path to a JSON file, an
+# inventory ({"gpus": [{"vendor", "model", "arch", "memory_bytes"}], "cpus", "memory_mb"})
+# or a probe's result.json. Read at worker start (a malformed one stops the worker); the
+# leases and the GPU passthrough then see these GPUs too (docs/fleet.md).
+ROCPATH_WORKER_INVENTORY = env_str("ROCPATH_WORKER_INVENTORY", "")
+# --- end fleet ---
 # Phase 4's gate: days in a row a project's scheduled jobs must all have succeeded.
 ROCPATH_GATE_GREEN_DAYS = env_int("ROCPATH_GATE_GREEN_DAYS", 7, minimum=1, maximum=365)
 ROCPATH_REAPER_INTERVAL_S = env_int("ROCPATH_REAPER_INTERVAL_S", 60, minimum=1)

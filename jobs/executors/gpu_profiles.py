@@ -108,15 +108,45 @@ class GpuRequest:
     candidates: list[int]  # the indices it may get, in order (all of them when it named them)
 
 
+# The properties of a GPU a job may ask for (jobs.services.HARDWARE_FIELDS); asking for
+# any of them asks for at least one such GPU.
+GPU_PROPERTIES = ("gpu_vendor", "gpu_model", "gpu_arch", "gpu_memory_gb")
+GIB = 2**30  # gpu_memory_gb's unit: the probe's memory_bytes read in GiB
+
+
 def wants_gpus(hardware: dict | None) -> bool:
-    """Does a job's hardware request ask for GPUs?"""
-    return bool(hardware and (hardware.get("gpu_count") or hardware.get("gpu_indices")))
+    """Does a job's hardware request ask for GPUs (a count, indices or a GPU property)?"""
+    return bool(
+        hardware
+        and (
+            hardware.get("gpu_count")
+            or hardware.get("gpu_indices")
+            or any(key in hardware for key in GPU_PROPERTIES)
+        )
+    )
+
+
+def gpu_fits(gpu: dict, hardware: dict) -> bool:
+    """Whether one GPU of an inventory has every GPU property the job names: its vendor,
+    a model containing gpu_model (any case: "MI300X" in "AMD Instinct MI300X"), its
+    architecture exactly, and at least gpu_memory_gb GiB."""
+    if "gpu_vendor" in hardware and gpu.get("vendor") != hardware["gpu_vendor"]:
+        return False
+    model = hardware.get("gpu_model")
+    if model is not None and str(model).lower() not in str(gpu.get("model") or "").lower():
+        return False
+    if "gpu_arch" in hardware and gpu.get("arch") != hardware["gpu_arch"]:
+        return False
+    memory = hardware.get("gpu_memory_gb")
+    return memory is None or (gpu.get("memory_bytes") or 0) >= memory * GIB
 
 
 def request_for(hardware: dict, inventory: dict, lendable: list[int] | None) -> GpuRequest | None:
     """The GPUs a job needs from this worker; None for a CPU job.
 
-    Raises GpuUnavailable when this worker can never satisfy it (no such GPUs).
+    Only GPUs with the properties the job names are candidates (a host of two GPU models
+    gives a gfx942 job its MI300X). Raises GpuUnavailable when this worker can never
+    satisfy it (no such GPUs).
     """
     if not wants_gpus(hardware):
         return None
@@ -132,23 +162,30 @@ def request_for(hardware: dict, inventory: dict, lendable: list[int] | None) -> 
         raise GpuUnavailable(
             f"gpu_indices must be a list of non-negative integers, not {named!r:.80}"
         )
+    count = count or 1  # a GPU property alone asks for one such GPU
+    everything = [g for g in inventory.get("gpus") or [] if isinstance(g, dict)]
     vendor = hardware.get("gpu_vendor")
-    gpus = [g for g in inventory.get("gpus") or [] if not vendor or g.get("vendor") == vendor]
+    if not vendor:  # the vendor of the first GPU that fits
+        fitting = [g for g in everything if gpu_fits(g, hardware)] or everything
+        vendor = str(fitting[0].get("vendor")) if fitting else None
+    gpus = [g for g in everything if g.get("vendor") == vendor] if vendor else []
     if not gpus:
         raise GpuUnavailable(f"no {vendor + ' ' if vendor else ''}GPU on this worker")
-    vendor = vendor or str(gpus[0].get("vendor"))
-    usable = [i for i in range(len(gpus)) if lendable is None or i in lendable]
+    assert vendor is not None
+    asks = {k: hardware[k] for k in GPU_PROPERTIES if k in hardware and k != "gpu_vendor"}
+    usable = [
+        i
+        for i, gpu in enumerate(gpus)
+        if (lendable is None or i in lendable) and gpu_fits(gpu, asks)
+    ]
+    such = f"{vendor} GPUs{' with ' + str(asks) if asks else ''}"
     if named:
         missing = sorted(set(named) - set(usable))
         if missing:
-            raise GpuUnavailable(
-                f"asked for GPUs {named}; this worker lends {vendor} GPUs {usable}"
-            )
+            raise GpuUnavailable(f"asked for GPUs {named}; this worker lends {such} {usable}")
         return GpuRequest(vendor, len(named), named)
     if count > len(usable):
-        raise GpuUnavailable(
-            f"asked for {count} GPUs, this worker lends {len(usable)} {vendor} GPUs"
-        )
+        raise GpuUnavailable(f"asked for {count} GPUs, this worker lends {len(usable)} {such}")
     return GpuRequest(vendor, count, usable)
 
 
@@ -174,10 +211,17 @@ _inventory: dict | None = None
 
 
 def worker_inventory() -> dict:
-    """What GPUs this worker host has, probed once per process (stack's probe, in-process)."""
+    """What GPUs this worker host has, once per process: the operator's configured
+    inventory (ROCPATH_WORKER_INVENTORY, jobs.fleet) when there is one, so that leases and
+    passthrough see the GPUs the worker announced; else probed (stack's probe, in-process).
+    """
     global _inventory  # one inventory per worker process, by design
     if _inventory is None:
-        from stack.probe import inventory
+        from jobs.fleet import configured_inventory
 
-        _inventory = inventory()
+        _inventory = configured_inventory()
+        if _inventory is None:
+            from stack.probe import inventory
+
+            _inventory = inventory()
     return _inventory

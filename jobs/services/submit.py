@@ -49,6 +49,7 @@ class Submission:
     timeout_s: int
     image: str
     tuned_file: TunedFile | None = None
+    route: routing.Route | None = None  # where it waits (a GPU job, or one naming a queue)
 
 
 def check_submission(
@@ -123,6 +124,12 @@ def check_submission(
     )
     if problem:
         errors["tuned_file"] = [problem]
+    route = None
+    if not errors:
+        try:
+            route = _route(hardware or {}, image or image_for(kind))
+        except routing.Unroutable as exc:
+            errors[exc.field] = [exc.message]
     if errors:
         raise SubmissionError(errors)
     assert spec is not None and team is not None
@@ -136,7 +143,18 @@ def check_submission(
         timeout_s=min(timeout_s or spec.default_timeout_s, limit),
         image=image or image_for(kind),
         tuned_file=tuned_file,
+        route=route,
     )
+
+
+def _route(hardware: dict, image: str) -> routing.Route | None:
+    """A GPU job's route among the live workers; a CPU job naming a queue goes there; any
+    other job goes to the default queue, unchecked, as before the fleet announced."""
+    if routing.wants_capability(hardware):
+        return routing.route(hardware, image)
+    if hardware.get("queue"):
+        return routing.Route(str(hardware["queue"]), "")
+    return None
 
 
 def submit_job(
@@ -185,6 +203,8 @@ def submit_job(
             source=checked.source,
             timeout_s=checked.timeout_s,
             tuned_file=checked.tuned_file,
+            queue=checked.route.queue if checked.route else "",
+            route_note=checked.route.note if checked.route else "",
         )
         transaction.on_commit(lambda: enqueue(job))
     return job
@@ -289,6 +309,18 @@ def _gpu_vendor(value: object) -> str | None:
     return None if value in ("amd", "nvidia") else "must be amd or nvidia"
 
 
+def _gpu_model(value: object) -> str | None:
+    if not isinstance(value, str) or not 1 <= len(value.strip()) <= 100:
+        return "must be a GPU model name (or part of one, e.g. MI300X), at most 100 characters"
+    return None
+
+
+def _gpu_arch(value: object) -> str | None:
+    if not isinstance(value, str) or not re.fullmatch(r"(gfx[0-9a-f]{3,5}|sm_[0-9]{2,3}a?)", value):
+        return "must be a GPU architecture: gfx followed by its number (gfx942) or sm_NN (sm_90)"
+    return None
+
+
 # The schema of a job's hardware request: each field's check says what is wrong, or None.
 # The executors then clamp the limits to the server's caps.
 HARDWARE_FIELDS: dict[str, Callable[[object], str | None]] = {
@@ -296,6 +328,9 @@ HARDWARE_FIELDS: dict[str, Callable[[object], str | None]] = {
     "gpu_vendor": _gpu_vendor,
     "gpu_count": _bounded((int,), 0, MAX_GPUS_PER_JOB),
     "gpu_indices": _gpu_indices,
+    "gpu_model": _gpu_model,  # a part of the model name, any case: "MI300X"
+    "gpu_arch": _gpu_arch,  # exact: gfx942, sm_90
+    "gpu_memory_gb": _bounded((int, float), 0, 64 * 1024),  # per GPU, GiB, at least
     "memory_mb": _bounded((int,), 16, 16 * 1024 * 1024),
     "cpus": _bounded((int, float), 0.01, 4096),
     "pids": _bounded((int,), 8, 4 * 1024 * 1024),
@@ -323,8 +358,9 @@ def image_for(kind: str) -> str:
 
 
 def queue_for(job: Job) -> str:
-    """Jobs that ask for particular hardware go to the queue of the workers that have it."""
-    queue = (job.requested_hardware or {}).get("queue")
+    """Jobs that ask for particular hardware go to the queue of the workers that have it:
+    the one routing chose at submission (job.queue), or the one the job names."""
+    queue = job.queue or (job.requested_hardware or {}).get("queue")
     return str(queue) if queue else settings.CELERY_TASK_DEFAULT_QUEUE
 
 

@@ -121,6 +121,7 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
             "ROCPATH_VAR_DIR": str(folder / "var"),
             "ROCPATH_EXECUTOR": "local",
             "ROCPATH_HEARTBEAT_S": "1",
+            "ROCPATH_WORKER_BEAT_S": "1",
             "PYTHONUNBUFFERED": "1",
         }
         _manage(env, "migrate", "-v0")
@@ -216,5 +217,18 @@ def test_a_postgres_restart_under_load_loses_no_job_runs_none_twice_and_serves_n
         # runner started has none), and a job the restart cut short ran again once.
         assert 1 <= len(starts[job_id]) <= attempt <= 2, (job_id, attempt, starts[job_id])
     assert pg_worker.proc.poll() is None, "the worker did not outlive the restart"
+    # ... and its fleet beat (jobs.fleet) goes on past it: the worker is still shown live
+    (after,) = stack.rows("SELECT now()")[0]
+    name = pg_worker.name.replace("%h", "") + "%"
+    assert wait_until(
+        lambda: bool(
+            stack.rows(
+                "SELECT 1 FROM jobs_worker WHERE name LIKE %s AND last_seen_at > %s",
+                (name, after),
+            )
+        ),
+        START_S,
+        0.2,
+    ), pg_worker.log.read_text()[-3000:]
     orphans = [g for groups in starts.values() for g in groups if group_alive(g)]
     assert not orphans, f"runner process groups left behind: {orphans}"

@@ -8,9 +8,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from jobs.models import Job
+from tests.factories import H200, make_worker
 
 
 def test_a_script_submits_a_job_with_its_hardware_request(user):
+    make_worker(gpus=[H200])  # a GPU job is routed to a live worker that has one
     out = io.StringIO()
     call_command(
         "submit", "noop", "--user", user.username, "--hardware", '{"gpu_count": 1}', stdout=out

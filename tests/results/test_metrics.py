@@ -75,6 +75,8 @@ def test_queue_depth_counts_waiting_jobs_by_their_queue(
     make_job(team, status=JobStatus.PENDING, requested_hardware={"queue": "gpu-mi300x"})
     make_job(team, status=JobStatus.QUEUED, requested_hardware={"queue": "since-removed"})
     make_job(team, status=JobStatus.RUNNING)
+    # routed by capability: the queue it was sent to, not the (absent) one it named
+    make_job(team, status=JobStatus.QUEUED, queue="gpu-mi300x", requested_hardware={"gpu_count": 1})
     samples = scrape()
     default = settings.CELERY_TASK_DEFAULT_QUEUE
 
@@ -83,7 +85,7 @@ def test_queue_depth_counts_waiting_jobs_by_their_queue(
 
     assert depth(default, "queued") == 1
     assert depth(default, "pending") == 0
-    assert depth("gpu-mi300x", "queued") == 1
+    assert depth("gpu-mi300x", "queued") == 2
     assert depth("gpu-mi300x", "pending") == 1
     assert depth("other", "queued") == 1
 

@@ -15,12 +15,14 @@ from jobs.choices import JobStatus
 from jobs.models import Environment, JobEvent
 from teams.choices import Role
 from tests.factories import (
+    MI300X,
     add_member,
     make_job,
     make_measurement,
     make_project,
     make_team,
     make_user,
+    make_worker,
 )
 
 
@@ -188,6 +190,12 @@ def test_a_form_with_a_huge_bad_value_gets_a_small_error(browser, team):
         ({"queue": "q" * 200}, "queue"),
         ({"queue": 7}, "queue"),
         ({"gpu_vendor": "intel"}, "gpu_vendor"),
+        ({"gpu_model": ""}, "gpu_model"),
+        ({"gpu_model": "x" * 500}, "gpu_model"),
+        ({"gpu_arch": "GFX942; rm"}, "gpu_arch"),
+        ({"gpu_arch": 942}, "gpu_arch"),
+        ({"gpu_memory_gb": "192"}, "gpu_memory_gb"),
+        ({"gpu_memory_gb": -1}, "gpu_memory_gb"),
         ({"bogus": 1}, "bogus"),
     ],
 )
@@ -200,8 +208,13 @@ def test_bad_hardware_is_a_400_naming_the_field(api, no_enqueue, hardware, field
 
 def test_good_hardware_is_accepted(api, no_enqueue, settings):
     settings.ROCPATH_JOB_QUEUES = {"*": ["gpu-mi300x"]}  # a queue the operator opened
+    # ... and that a live worker with two MI300X consumes
+    make_worker(gpus=[MI300X, MI300X], queues=[settings.CELERY_TASK_DEFAULT_QUEUE, "gpu-mi300x"])
     hardware = {
         "gpu_vendor": "amd",
+        "gpu_model": "mi300x",
+        "gpu_arch": "gfx942",
+        "gpu_memory_gb": 180,
         "gpu_indices": [0, 1],
         "memory_mb": 4096,
         "cpus": 1.5,
