@@ -116,19 +116,27 @@ def test_a_node_lost_mid_run_ends_the_job_errored_with_node_fail_and_its_reason(
     assert "its node failed" in job.error and "rack power lost" in job.error
 
 
-@pytest.mark.parametrize(
-    ("hardware", "refusal"),
-    [
-        ({"gpu_count": 3}, "Requested node configuration is not available"),
-        ({"memory_mb": 4096}, "Memory specification can not be satisfied"),
-    ],
-)
+def test_a_gpu_job_asking_more_than_the_partition_has_is_refused_at_submission(slurm_worker, api):
+    """The worker announced its partition (two GPUs per node): the fleet refuses at once,
+    before sbatch is ever asked."""
+    response = api.post(
+        "/api/v1/jobs/", {"kind": "noop", "hardware": {"gpu_count": 3}}, format="json"
+    )
+    assert response.status_code == 400
+    (problem,) = response.json()["hardware"]
+    assert problem.startswith("gpu_count: no live worker has 3 GPUs") and "2 such GPU" in problem
+    assert not Job.objects.exists()
+
+
 def test_a_job_asking_more_than_the_partition_has_is_refused_with_sbatchs_message(
-    slurm_worker, api, hardware, refusal
+    slurm_worker, api
 ):
+    """A CPU job is not matched against the fleet: sbatch's refusal ends it, never retried."""
+    hardware = {"memory_mb": 4096}  # the node has 2048 MiB
     job = wait_for_status(submit(api, {"kind": "noop", "hardware": hardware}), TERMINAL)
     assert job.status == JobStatus.ERRORED
-    assert job.error.startswith("sbatch refused the job: ") and refusal in job.error
+    assert job.error.startswith("sbatch refused the job: ")
+    assert "Memory specification can not be satisfied" in job.error
     assert job.attempt == 1  # permanent: never queued again
 
 
