@@ -109,7 +109,19 @@ def announced_inventory(executor: str) -> dict:
                 exc,
             )
         else:
-            inventory = dict(partition_inventory())
+            from jobs.executors import ExecutorError
+
+            try:
+                inventory = dict(partition_inventory())
+            except ExecutorError as exc:
+                # A Slurm worker that cannot read its partition can run nothing: it says
+                # why and stops, and its supervisor starts it again (SystemExit: Celery
+                # logs a receiver's exception and starts anyway).
+                logger.critical("the slurm worker does not start: %s", exc)
+                raise SystemExit(
+                    f"rocpath: the slurm worker does not start: its partition could not be "
+                    f"read: {exc}"
+                ) from exc
     if inventory is None:
         from jobs.executors.gpu_profiles import worker_inventory
 

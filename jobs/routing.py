@@ -23,7 +23,7 @@ from typing import Any
 
 from django.conf import settings
 
-from jobs.executors.gpu_profiles import GIB, gpu_fits, wants_gpus
+from jobs.executors.gpu_profiles import GIB, gpu_fits, gpus_needed, wants_gpus
 
 # ROCPATH_JOB_QUEUES's key for the queues open to every team (no team slug is "*").
 EVERY_TEAM = "*"
@@ -132,11 +132,6 @@ def live_workers() -> list[Any]:
     return list(Worker.objects.filter(stopped_at__isnull=True, last_seen_at__gte=live_since()))
 
 
-def gpus_needed(hardware: dict) -> int:
-    """How many GPUs the job takes: its count, the indices it names, else one."""
-    return max(1, hardware.get("gpu_count") or 0, len(hardware.get("gpu_indices") or []))
-
-
 def fitting_gpus(inventory: dict, hardware: dict) -> dict[str, list[int]]:
     """vendor → the positions (in that vendor's list, as leases number them) of the GPUs
     that fit the job and that the worker lends."""
@@ -150,9 +145,16 @@ def fitting_gpus(inventory: dict, hardware: dict) -> dict[str, list[int]]:
     return found
 
 
-def serves(worker: Any, hardware: dict, image: str | None = None) -> bool:
-    """Whether this worker can ever run a job asking for ``hardware`` (and ``image``)."""
+def serves(
+    worker: Any, hardware: dict, image: str | None = None, timeout_s: int | None = None
+) -> bool:
+    """Whether this worker can ever run a job asking for ``hardware`` (and ``image``, for
+    ``timeout_s``: a Slurm partition announces its MaxTime, and a longer job would pend
+    there until its own timeout ended it)."""
     inventory = worker.inventory or {}
+    limit = inventory.get("max_time_s")
+    if timeout_s is not None and isinstance(limit, int | float) and timeout_s > limit:
+        return False
     if wants_gpus(hardware):
         named = hardware.get("gpu_indices")
         fits = fitting_gpus(inventory, hardware).values()
@@ -194,7 +196,13 @@ class Route:
     workers: tuple[str, ...] = ()
 
 
-def route(hardware: dict, image: str, *, workers: Sequence[Any] | None = None) -> Route:
+def route(
+    hardware: dict,
+    image: str,
+    *,
+    timeout_s: int | None = None,
+    workers: Sequence[Any] | None = None,
+) -> Route:
     """The queue a job asking for GPU properties goes to, among the live workers.
 
     Raises Unroutable naming the first property (in the order the job names them) that
@@ -205,13 +213,16 @@ def route(hardware: dict, image: str, *, workers: Sequence[Any] | None = None) -
     live = list(live_workers() if workers is None else workers)
     named = hardware.get("queue")
     pool = [w for w in live if named in w.queues] if named else live
-    capable = _eliminate(pool, hardware, image, where=f" consuming {named}" if named else "")
+    capable = _eliminate(
+        pool, hardware, image, timeout_s, where=f" consuming {named}" if named else ""
+    )
     if named:
         return Route(named, _note(named, capable, "named by hardware.queue; "), _names(capable))
 
     def only_capable(queue: str) -> list[Any] | None:
         consumers = [w for w in live if queue in w.queues]
-        return consumers if all(serves(w, hardware, image) for w in consumers) else None
+        capable = all(serves(w, hardware, image, timeout_s) for w in consumers)
+        return consumers if capable else None
 
     by_arch: dict[str, list[Any]] = {}
     for worker in capable:
@@ -236,7 +247,9 @@ def route(hardware: dict, image: str, *, workers: Sequence[Any] | None = None) -
     )
 
 
-def _eliminate(pool: list[Any], hardware: dict, image: str, *, where: str = "") -> list[Any]:
+def _eliminate(
+    pool: list[Any], hardware: dict, image: str, timeout_s: int | None, *, where: str = ""
+) -> list[Any]:
     """The workers of ``pool`` that serve the job; Unroutable naming the first ask that
     leaves none."""
     if not pool:
@@ -264,7 +277,15 @@ def _eliminate(pool: list[Any], hardware: dict, image: str, *, where: str = "") 
             f"no live docker worker able to run the job has the image {image!r} "
             f"({_names_text(candidates)} would, with it: build or pull it there)",
         )
-    return left
+    timely = [w for w in left if serves(w, hardware, image, timeout_s)]
+    if not timely:
+        limits = "; ".join(f"{(w.inventory or {}).get('max_time_s')} s on {w.name}" for w in left)
+        raise Unroutable(
+            "timeout_s",
+            f"the job's timeout of {timeout_s} s is longer than any capable worker's time "
+            f"limit (a Slurm partition's MaxTime: {limits}); ask for less",
+        )
+    return timely
 
 
 def _first_ask(hardware: dict) -> str:

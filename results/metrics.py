@@ -35,6 +35,7 @@ from jobs.api.throttles import client_address
 from jobs.choices import TERMINAL_STATUSES, JobStatus
 from jobs.models import GpuLease, Job, Worker
 from jobs.models.worker import live_since
+from jobs.routing import live_workers
 from results.models import MetricsScrape, Verdict, VerdictKind
 from stack.kinds import KINDS
 
@@ -55,10 +56,8 @@ def known_queues() -> list[str]:
     names = [settings.CELERY_TASK_DEFAULT_QUEUE]
     for queues in settings.ROCPATH_JOB_QUEUES.values():
         names += [queue for queue in queues if queue not in names]
-    for queues in Worker.objects.filter(last_seen_at__gte=live_since()).values_list(
-        "queues", flat=True
-    ):
-        names += [queue for queue in queues or [] if isinstance(queue, str) and queue not in names]
+    for worker in live_workers():
+        names += [q for q in worker.queues or [] if isinstance(q, str) and q not in names]
     return names
 
 

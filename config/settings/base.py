@@ -225,6 +225,14 @@ ROCPATH_SLURM_POLL_S = env_int("ROCPATH_SLURM_POLL_MS", 250, minimum=20) / 1000
 # How long the controller may not answer while a job runs before the worker gives it up
 # (the job is then queued again: ExecutorError, permanent=False).
 ROCPATH_SLURM_UNREACHABLE_S = env_int("ROCPATH_SLURM_UNREACHABLE_S", 120, minimum=1)
+# The poll slows down as a job runs: never more often than every ROCPATH_SLURM_POLL_MS,
+# nor more than 1/20 of its running time, nor less often than ROCPATH_SLURM_POLL_MAX_MS,
+# so that a short job's end is seen at once and a worker of many long jobs asks the
+# controller little.
+ROCPATH_SLURM_POLL_MAX_S = env_int("ROCPATH_SLURM_POLL_MAX_MS", 5000, minimum=20) / 1000
+# After scancel (a cancel, a timeout) the job is given this long to end before it is
+# given up as lost (Slurm's KillWait, 30 s by default, plus the node's epilog).
+ROCPATH_SLURM_STOP_GRACE_S = env_int("ROCPATH_SLURM_STOP_GRACE_S", 120, minimum=1)
 # More sbatch options, as a shell would split them (e.g. "--account=gpu --qos=normal").
 ROCPATH_SLURM_SBATCH_ARGS = shlex.split(env_str("ROCPATH_SLURM_SBATCH_ARGS", "") or "")
 ROCPATH_JOB_TIMEOUT_MAX_S = env_int("ROCPATH_JOB_TIMEOUT_MAX_S", 6 * 3600, minimum=1)

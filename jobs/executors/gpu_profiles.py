@@ -126,6 +126,15 @@ def wants_gpus(hardware: dict | None) -> bool:
     )
 
 
+def gpus_needed(hardware: dict | None) -> int:
+    """How many GPUs a job takes: none unless it wants GPUs (wants_gpus), else its count,
+    the indices it names, or one (a bare property such as gpu_arch asks for one GPU)."""
+    if not wants_gpus(hardware):
+        return 0
+    assert hardware is not None
+    return max(1, hardware.get("gpu_count") or 0, len(hardware.get("gpu_indices") or []))
+
+
 def gpu_fits(gpu: dict, hardware: dict) -> bool:
     """Whether one GPU of an inventory has every GPU property the job names: its vendor,
     a model containing gpu_model (any case: "MI300X" in "AMD Instinct MI300X"), its

@@ -34,6 +34,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, replace
@@ -42,8 +43,10 @@ from pathlib import Path
 from django.conf import settings
 
 from jobs.executors.base import ExecutionHooks, ExecutorError, JobSpec, Outcome, Started, log
+from jobs.executors.gpu_profiles import gpus_needed
 from jobs.executors.local import LocalExecutor
 from jobs.executors.sandbox import bwrap_argv, layout_for, limits_for, tools
+from stack.kinds import KINDS
 
 # Slurm job states after which nothing more happens to the job (squeue's %T names).
 ENDED = frozenset(
@@ -288,7 +291,7 @@ def resources(spec: JobSpec) -> list[str]:
         f"--cpus-per-task={cpus}",
         f"--time={max(1, math.ceil(spec.timeout_s / 60))}",
     ]
-    count = int(hardware.get("gpu_count") or (1 if vendor else 0))
+    count = gpus_needed(hardware)
     if count:
         options.append(f"--gres=gpu:{count}")
     return options
@@ -323,6 +326,15 @@ def runner_argv(spec: JobSpec) -> list[str]:
     if runtime == "apptainer":
         return apptainer_argv(spec)
     if runtime == "enroot":
+        kind = KINDS.get(spec.kind)
+        if kind is not None and kind.takes_source and not settings.ROCPATH_LOCAL_UNSANDBOXED:
+            # pyxis/enroot containers share the node's network: a team's code would have it
+            raise ExecutorError(
+                f"{spec.kind} jobs run a team's code, and an enroot (pyxis) container shares "
+                "the node's network; use ROCPATH_SLURM_CONTAINER=apptainer (network none) or "
+                "the plain environment (bubblewrap), or let an operator allow it with "
+                "ROCPATH_LOCAL_UNSANDBOXED=1"
+            )
         return enroot_argv(spec)
     local = LocalExecutor()
     command = local.command(spec)
@@ -345,7 +357,7 @@ def runner_argv(spec: JobSpec) -> list[str]:
 def _gpu_spec(spec: JobSpec) -> JobSpec:
     """The spec as the sandbox layout reads it: a GPU job gets its vendor's device nodes
     (which of them it may use, Slurm says in CUDA/ROCR_VISIBLE_DEVICES)."""
-    count = int(spec.hardware.get("gpu_count") or 0)
+    count = gpus_needed(spec.hardware)
     if not count:
         return spec
     vendor = spec.hardware.get("gpu_vendor") or (configured_gpu() or {}).get("vendor", "")
@@ -395,12 +407,13 @@ def _binds(spec: JobSpec) -> list[tuple[str, str, str]]:
 def apptainer_argv(spec: JobSpec) -> list[str]:
     """apptainer exec: its own /tmp, no home, no host environment, only the job's mounts."""
     argv = ["apptainer", "exec", "--containall", "--no-home", "--cleanenv", "--writable-tmpfs"]
+    argv += ["--net", "--network", "none"]  # no network, as every job container
     for source, dest, mode in _binds(spec):
         argv += ["--bind", f"{source}:{dest}:{mode}"]
     argv += ["--pwd", "/job", "--env", f"ROCPATH_JOB_ID={spec.job_id},HOME=/tmp"]
     if spec.cache_dir is not None:
         argv += ["--env", "ROCPATH_CACHE_DIR=/job/cache"]
-    if spec.hardware.get("gpu_count"):
+    if gpus_needed(spec.hardware):
         vendor = spec.hardware.get("gpu_vendor") or (configured_gpu() or {}).get("vendor")
         argv.append("--nv" if vendor == "nvidia" else "--rocm")
     return [*argv, container_image(spec), *_container_command(spec)]
@@ -456,6 +469,12 @@ class SlurmExecutor(LocalExecutor):
     allocates_gpus = True
 
     def prepare(self, spec: JobSpec) -> None:
+        # An earlier attempt whose end was never seen (the controller stopped answering,
+        # sbatch timed out after the controller took the job) may still run and write into
+        # this folder: it is cancelled, and waited for, before this attempt starts.
+        earlier_attempts_ended(spec)
+        if spec.out_dir.exists():
+            shutil.rmtree(spec.out_dir)
         if settings.ROCPATH_SLURM_CONTAINER:
             super(LocalExecutor, self).prepare(spec)  # a container mounts the inputs itself
         else:
@@ -476,6 +495,23 @@ class SlurmExecutor(LocalExecutor):
             ),
         )
         return SlurmRun(slurm_id, spec)
+
+
+def earlier_attempts_ended(spec: JobSpec, *, clock=time.monotonic) -> None:
+    """scancel this job's Slurm jobs still listed (earlier attempts) and wait until none is;
+    ExecutorError (may pass) when they outlive ROCPATH_SLURM_STOP_GRACE_S."""
+    doomed = cancel_jobs(jobs={spec.job_id})
+    if not doomed:
+        return
+    deadline = clock() + settings.ROCPATH_SLURM_STOP_GRACE_S
+    while set(listed_jobs()) & set(doomed):
+        if clock() > deadline:
+            raise ExecutorError(
+                f"earlier attempts of this job (Slurm jobs {', '.join(doomed)}) did not end "
+                f"within {settings.ROCPATH_SLURM_STOP_GRACE_S} s of scancel",
+                permanent=False,
+            )
+        time.sleep(settings.ROCPATH_SLURM_POLL_S)
 
 
 def submit(spec: JobSpec) -> str:
@@ -604,6 +640,9 @@ class SlurmRun(Started):
         self.stopped = False  # we scancel'ed it
         self.next_poll = 0.0
         self.unreachable_since: float | None = None
+        self.started = time.monotonic()
+        self.stopped_at: float | None = None
+        self.abandoned = ""  # why the job was given up after scancel did not end it
 
     def _read_files(self) -> list[tuple[str, bytes]]:
         chunks = []
@@ -632,8 +671,9 @@ class SlurmRun(Started):
             return [("stdout", b""), ("stderr", b"")]
         now = time.monotonic()
         if now >= self.next_poll:
-            self.next_poll = now + settings.ROCPATH_SLURM_POLL_S
+            self.next_poll = now + poll_interval(now - self.started)
             self._poll(now)
+            self._check_stop(now)
             if self.ended is not None or self.gone:
                 return self._read_files()  # what it wrote last; the next read ends the streams
         time.sleep(max(0.0, min(timeout, self.next_poll - time.monotonic())))
@@ -658,8 +698,24 @@ class SlurmRun(Started):
                     permanent=False,
                 ) from exc
 
+    def _check_stop(self, now: float) -> None:
+        """After scancel: send it again now and then; give the job up once it outlived
+        ROCPATH_SLURM_STOP_GRACE_S (a hung node: Slurm holds it COMPLETING)."""
+        if self.stopped_at is None or self.ended is not None or self.gone:
+            return
+        if now - self.stopped_at > settings.ROCPATH_SLURM_STOP_GRACE_S:
+            self.abandoned = (
+                f"the Slurm job {self.slurm_id} did not end within "
+                f"{settings.ROCPATH_SLURM_STOP_GRACE_S} s of scancel: given up, left to Slurm"
+            )
+            self.gone = True
+        elif now - self.stopped_at > 10 * settings.ROCPATH_SLURM_POLL_S:
+            scancel(self.slurm_id)
+
     def stop(self) -> None:
         self.stopped = True
+        self.stopped_at = time.monotonic()
+        self.next_poll = 0.0  # see it end at once
         scancel(self.slurm_id)
 
     def wait(self, outcome: Outcome) -> None:
@@ -667,6 +723,9 @@ class SlurmRun(Started):
             with contextlib.suppress(Exception):
                 handle.close()  # type: ignore[attr-defined]
         state = self.ended
+        if self.abandoned:
+            outcome.lost = self.abandoned
+            return
         if state is None and not self.gone:
             return  # the loop was left early (a hook raised): stop() cancelled it
         if state is None and (self.spec.out_dir / "result.json").exists():
@@ -683,6 +742,12 @@ class SlurmRun(Started):
             outcome.signal = state.signal
         else:
             outcome.exit_code = state.exit_code
+
+
+def poll_interval(running_s: float) -> float:
+    """How long to wait before asking squeue again about a job that has run this long."""
+    fastest, slowest = settings.ROCPATH_SLURM_POLL_S, settings.ROCPATH_SLURM_POLL_MAX_S
+    return min(slowest, max(fastest, running_s / 20))
 
 
 # --- what a Slurm worker announces -------------------------------------------------------
@@ -752,7 +817,7 @@ def partition_inventory() -> dict:
 def listed_jobs() -> dict[str, tuple[int, int]]:
     """This deployment's Slurm jobs not yet ended: Slurm id → (job id, attempt)."""
     try:
-        done = client(["squeue", "-h", "-o", "%A|%j"], env=client_env())
+        done = client(["squeue", "--me", "-h", "-o", "%A|%j"], env=client_env())
     except ExecutorError:
         return {}
     if done.returncode != 0:

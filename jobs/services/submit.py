@@ -126,8 +126,13 @@ def check_submission(
         errors["tuned_file"] = [problem]
     route = None
     if not errors:
+        assert spec is not None
         try:
-            route = _route(hardware or {}, image or image_for(kind))
+            route = _route(
+                hardware or {},
+                image or image_for(kind),
+                min(timeout_s or spec.default_timeout_s, limit),
+            )
         except routing.Unroutable as exc:
             errors[exc.field] = [exc.message]
     if errors:
@@ -147,11 +152,11 @@ def check_submission(
     )
 
 
-def _route(hardware: dict, image: str) -> routing.Route | None:
+def _route(hardware: dict, image: str, timeout_s: int) -> routing.Route | None:
     """A GPU job's route among the live workers; a CPU job naming a queue goes there; any
     other job goes to the default queue, unchecked, as before the fleet announced."""
     if routing.wants_capability(hardware):
-        return routing.route(hardware, image)
+        return routing.route(hardware, image, timeout_s=timeout_s)
     if hardware.get("queue"):
         return routing.Route(str(hardware["queue"]), "")
     return None

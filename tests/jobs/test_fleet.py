@@ -194,3 +194,16 @@ def test_a_beat_writes_last_seen_and_running_jobs_and_announces_a_missing_row(db
     fleet.beat("celery@new", fields)
     again = Worker.objects.get(name="celery@new")
     assert again.jobs_running == 1 and again.last_seen_at > row.last_seen_at
+
+
+def test_a_slurm_worker_that_cannot_read_its_partition_does_not_start(settings, monkeypatch):
+    from jobs.executors import ExecutorError, slurm
+
+    settings.ROCPATH_WORKER_INVENTORY = ""
+
+    def down() -> dict:
+        raise ExecutorError("scontrol show partition failed: Unable to contact slurm controller")
+
+    monkeypatch.setattr(slurm, "partition_inventory", down)
+    with pytest.raises(SystemExit, match="its partition could not be read: scontrol show"):
+        fleet.announced_inventory("slurm")

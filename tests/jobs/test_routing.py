@@ -197,3 +197,22 @@ def test_wants_capability_is_any_gpu_property_or_a_gpu_count():
     assert routing.wants_capability({"gpu_count": 2})
     assert not routing.wants_capability({"gpu_count": 0, "cpus": 2})
     assert not routing.wants_capability(None)
+
+
+def test_a_job_longer_than_a_slurm_partitions_time_limit_is_refused_naming_it():
+    partition = {"gpus": [{"index": 0, **MI300X}], "cpus": 2, "memory_mb": 2048}
+    make_worker("celery@slurm", executor="slurm", inventory={**partition, "max_time_s": 3600})
+    assert route({"gpu_arch": "gfx942"}, "x", timeout_s=3600).workers == ("celery@slurm",)
+    with pytest.raises(Unroutable) as caught:
+        route({"gpu_arch": "gfx942"}, "x", timeout_s=7200)
+    assert caught.value.field == "timeout_s"
+    assert "timeout of 7200 s is longer" in caught.value.message
+    assert "3600 s on celery@slurm" in caught.value.message
+
+
+def test_a_partitions_time_limit_keeps_a_long_job_on_the_workers_without_one():
+    partition = {"gpus": [{"index": 0, **MI300X}], "cpus": 2, "memory_mb": 2048}
+    make_worker("celery@slurm", executor="slurm", inventory={**partition, "max_time_s": 3600})
+    make_worker("celery@box", gpus=[MI300X], host="box")
+    found = route({"gpu_arch": "gfx942"}, "x", timeout_s=7200)
+    assert found.workers == ("celery@box",) and found.queue == host_queue("box")

@@ -6,14 +6,16 @@ being off on the test cluster)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from jobs import services
 from jobs.choices import JobStatus
-from jobs.executors import ENGINES, engine_class
+from jobs.executors import ENGINES, engine_class, slurm
 from jobs.executors.base import ExecutorError, JobSpec, Outcome
 from jobs.executors.slurm import (
     SlurmRun,
@@ -31,6 +33,7 @@ from jobs.executors.slurm import (
     parse_sacct,
     parse_scontrol_job,
     parse_squeue,
+    poll_interval,
     sbatch_argv,
     slurm_job_name,
     unreachable,
@@ -226,6 +229,9 @@ def test_apptainer_runs_the_job_contained_with_only_its_mounts(spec, settings):
         "--no-home",
         "--cleanenv",
         "--writable-tmpfs",
+        "--net",
+        "--network",
+        "none",
         "--bind",
         f"{folder}/params.json:/job/params.json:ro",
         "--bind",
@@ -335,3 +341,81 @@ def test_a_job_its_scheduler_lost_ends_errored_with_the_cause_and_nothing_it_lef
     job.refresh_from_db()
     assert (job.status, job.error) == (JobStatus.ERRORED, cause)
     assert not job.artifacts.exists()
+
+
+def test_a_job_asking_only_for_a_gpu_property_gets_one_gpu_from_slurm(spec):
+    for hardware in ({"gpu_arch": "gfx942"}, {"gpu_model": "MI300X", "gpu_memory_gb": 100}):
+        gpu = JobSpec(**{**spec.__dict__, "hardware": hardware})
+        assert "--gres=gpu:1" in sbatch_argv(gpu), hardware
+    cpu = JobSpec(**{**spec.__dict__, "hardware": {"memory_mb": 1024}})
+    assert not any(option.startswith("--gres") for option in sbatch_argv(cpu))
+
+
+def test_a_team_code_kind_is_refused_in_an_enroot_container_which_shares_the_nodes_network(
+    spec, settings
+):
+    settings.ROCPATH_SLURM_CONTAINER = "enroot"
+    settings.ROCPATH_LOCAL_UNSANDBOXED = False
+    scan = JobSpec(**{**spec.__dict__, "kind": "hipify-scan"})
+    with pytest.raises(ExecutorError, match="shares the node's network"):
+        batch_script(scan)
+    settings.ROCPATH_LOCAL_UNSANDBOXED = True  # an operator's choice, for code it trusts
+    assert "srun" in batch_script(scan)
+
+
+def test_the_poll_slows_as_a_job_runs_between_its_fastest_and_slowest(settings):
+    settings.ROCPATH_SLURM_POLL_S, settings.ROCPATH_SLURM_POLL_MAX_S = 0.25, 5.0
+    assert poll_interval(0) == poll_interval(5) == 0.25  # a short job's end seen at once
+    assert poll_interval(40) == 2.0
+    assert poll_interval(3600) == 5.0  # a long job asks the controller little
+
+
+def test_a_job_that_scancel_does_not_end_is_given_up_as_lost(spec, settings, monkeypatch):
+    """A hung node holds a job COMPLETING: the follow loop must end all the same."""
+    settings.ROCPATH_SLURM_STOP_GRACE_S = 5
+    sent = []
+    monkeypatch.setattr(slurm, "scancel", lambda *ids: sent.append(ids) or True)
+    monkeypatch.setattr(slurm, "current_state", lambda _id: SlurmState("COMPLETING", "", "n1"))
+    run = slurm.SlurmRun("77", spec)
+    run.stop()
+    run.stopped_at -= 6  # the grace has passed
+    run._poll(time.monotonic())
+    run._check_stop(time.monotonic())
+    assert run.gone and sent == [("77",)]
+    outcome = Outcome(canceled=True)
+    run.wait(outcome)
+    assert outcome.lost.startswith("the Slurm job 77 did not end within 5 s of scancel")
+
+
+def test_an_earlier_attempt_still_listed_is_cancelled_and_waited_for(spec, settings, monkeypatch):
+    listings = [{"91": (42, 1)}, {"91": (42, 1)}, {}]
+    monkeypatch.setattr(slurm, "listed_jobs", lambda: listings.pop(0) if listings else {})
+    cancelled = []
+    monkeypatch.setattr(slurm, "scancel", lambda *ids: cancelled.append(ids) or True)
+    settings.ROCPATH_SLURM_POLL_S = 0.01
+    slurm.earlier_attempts_ended(spec)
+    assert cancelled == [("91",)] and listings == []
+
+
+def test_an_earlier_attempt_that_will_not_end_is_an_error_that_may_pass(
+    spec, settings, monkeypatch
+):
+    monkeypatch.setattr(slurm, "listed_jobs", lambda: {"91": (42, 1)})
+    monkeypatch.setattr(slurm, "scancel", lambda *ids: True)
+    settings.ROCPATH_SLURM_POLL_S, settings.ROCPATH_SLURM_STOP_GRACE_S = 0.01, 1
+    ticks = iter([0.0, 0.5, 2.0])
+    with pytest.raises(ExecutorError, match="did not end within 1 s") as refused:
+        slurm.earlier_attempts_ended(spec, clock=lambda: next(ticks))
+    assert not refused.value.permanent
+
+
+def test_the_sweep_lists_only_this_users_jobs(monkeypatch):
+    seen = []
+
+    def answer(argv, env=None):
+        seen.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(slurm, "client", answer)
+    slurm.listed_jobs()
+    assert seen[0][:2] == ["squeue", "--me"]
