@@ -1,17 +1,21 @@
-"""A private one-node Slurm cluster (munged + slurmctld + slurmd) for tests and benchmarks.
+"""A private one-node Slurm cluster (munged + slurmdbd + slurmctld + slurmd) for tests and
+benchmarks.
 
 Everything is this run's own: the munge key and socket, the ports, the cluster and node
-names, the spool and state folders under one root. Another rocpath suite may run its own
-cluster on the same machine at the same time; the two never see each other's jobs. The
-daemons run as root without systemd (what Debian's slurm-wlm 22.05 allows), with the
-controller and the node bound to 127.0.0.1 (CommunicationParameters=NoInAddrAny).
+names, the spool and state folders under one root, and the accounting database: slurmdbd
+stores into the machine's MariaDB (127.0.0.1:3306, user root, no password) in a database of
+this run's own (slurm_acct_<tag>), dropped by stop(); no other database is touched.
+Another rocpath suite may run its own cluster on the same machine at the same time; the two
+never see each other's jobs. The daemons run as root without systemd (what Debian's
+slurm-wlm 22.05 allows), slurmdbd, the controller and the node bound to the host name's
+address (CommunicationParameters=NoInAddrAny; 127.0.0.1 on the test machines).
 
 The node is CPU-only but announces two GPUs (``Gres=gpu:2``): Slurm needs a device file
 per GPU, so each is a character device made with mknod (/dev/null's and /dev/zero's
 numbers), which lets ``--gres=gpu:N`` be scheduled, counted and refused for real.
 
     cluster = SlurmCluster(Path("/tmp/x"))
-    cluster.start()          # returns once sinfo says the node is idle
+    cluster.start()          # returns once sacctmgr answers and sinfo says the node is idle
     os.environ.update(cluster.env)
     ...
     cluster.stop()
@@ -29,7 +33,19 @@ import time
 import uuid
 from pathlib import Path
 
-DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo")
+DAEMONS = (
+    "munged",
+    "slurmdbd",
+    "slurmctld",
+    "slurmd",
+    "sbatch",
+    "squeue",
+    "scontrol",
+    "sinfo",
+    "sacct",
+    "sacctmgr",
+)
+MARIADB = ("127.0.0.1", 3306)  # the machine's MariaDB; slurmdbd's StorageHost/StoragePort
 START_S = 60.0  # what a daemon may take to start and the node to come up idle
 CPUS = 2
 MEMORY_MB = 2048
@@ -50,6 +66,38 @@ def missing() -> str | None:
     return None
 
 
+def mysql_client() -> str | None:
+    return shutil.which("mariadb") or shutil.which("mysql")
+
+
+def accounting_missing() -> str | None:
+    """Why slurmdbd can have no database here (None: MariaDB answers as root, no password)."""
+    host, port = MARIADB
+    client = mysql_client()
+    if client is None:
+        return "no mariadb/mysql client: slurmdbd's database cannot be made or dropped"
+    try:
+        with socket.create_connection(MARIADB, timeout=2):
+            pass
+    except OSError as exc:
+        return f"MariaDB does not answer on {host}:{port} ({exc}): slurmdbd needs it for sacct"
+    done = _sql("SELECT 1")
+    if done.returncode != 0:
+        return f"MariaDB on {host}:{port} refuses root without a password: {done.stderr.strip()}"
+    return None
+
+
+def _sql(statement: str) -> subprocess.CompletedProcess:
+    host, port = MARIADB
+    return subprocess.run(
+        [mysql_client() or "mariadb", f"-h{host}", f"-P{port}", "-uroot", "-e", statement],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,15 +107,22 @@ def free_port() -> int:
 class SlurmCluster:
     """One node, one partition, two (file-backed) GPUs; its client environment in ``env``."""
 
-    def __init__(self, root: Path, *, scheduler_parameters: str = "") -> None:
+    def __init__(
+        self, root: Path, *, scheduler_parameters: str = "", min_job_age_s: int = 300
+    ) -> None:
         tag = uuid.uuid4().hex[:8]
         # slurm.conf's SchedulerParameters (e.g. batch_sched_delay=0); "": Slurm's defaults
         self.scheduler_parameters = scheduler_parameters
+        # how long slurmctld keeps an ended job (scontrol / squeue know it); sacct keeps it on
+        self.min_job_age_s = min_job_age_s
+        self.database = f"slurm_acct_{tag}"  # this run's own, in the machine's MariaDB
+        self.made_database = False
         self.root = root
         self.name = f"rp{tag}"  # ClusterName: lower case, short
         self.node = f"rpn{tag}"
         self.partition = f"rpp{tag}"
         self.conf = root / "slurm.conf"
+        self.dbd_conf = root / "slurmdbd.conf"  # slurmdbd reads it beside SLURM_CONF
         self.munge_socket = root / "munge" / "sock"
         self.procs: dict[str, int] = {}
         self.env = {"SLURM_CONF": str(self.conf)}
@@ -85,7 +140,31 @@ class SlurmCluster:
             node = root / "dev" / f"gpu{i}"
             if not node.exists():
                 os.mknod(node, 0o666 | 0o020000, os.makedev(1, minor))
-        ctld_port, slurmd_port = free_port(), free_port()
+        ctld_port, slurmd_port, self.dbd_port = free_port(), free_port(), free_port()
+        host, port = MARIADB
+        self.dbd_conf.write_text(
+            "\n".join(
+                [
+                    "AuthType=auth/munge",
+                    f"AuthInfo=socket={self.munge_socket}",
+                    "DbdHost=localhost",
+                    "DbdAddr=127.0.0.1",
+                    f"DbdPort={self.dbd_port}",
+                    # bind the host name's address (127.0.0.1, as for slurmctld), not any
+                    "CommunicationParameters=NoInAddrAny",
+                    "SlurmUser=root",
+                    f"PidFile={root}/slurmdbd.pid",
+                    f"LogFile={root}/log/slurmdbd.log",
+                    "StorageType=accounting_storage/mysql",
+                    f"StorageHost={host}",
+                    f"StoragePort={port}",
+                    "StorageUser=root",
+                    f"StorageLoc={self.database}",
+                    "",
+                ]
+            )
+        )
+        self.dbd_conf.chmod(0o600)  # slurmdbd refuses a config others can read
         self.conf.write_text(
             "\n".join(
                 [
@@ -107,8 +186,13 @@ class SlurmCluster:
                     f"SlurmdLogFile={root}/log/slurmd.%n.log",
                     "ProctrackType=proctrack/linuxproc",
                     "TaskPlugin=task/none",
-                    "JobAcctGatherType=jobacct_gather/none",
-                    "AccountingStorageType=accounting_storage/none",
+                    # proctrack/linuxproc's process tree, sampled: sacct's MaxRSS, CPU time
+                    "JobAcctGatherType=jobacct_gather/linux",
+                    "AccountingStorageType=accounting_storage/slurmdbd",
+                    "AccountingStorageHost=127.0.0.1",
+                    f"AccountingStoragePort={self.dbd_port}",
+                    # munge's socket for slurmdbd's connections (AuthInfo is not read there)
+                    f"AccountingStoragePass={self.munge_socket}",
                     "JobCompType=jobcomp/none",
                     "SchedulerType=sched/backfill",
                     "SelectType=select/cons_tres",
@@ -118,7 +202,7 @@ class SlurmCluster:
                     "ReturnToService=1",  # a node an admin set down stays down (its reason kept)
                     "SlurmdTimeout=30",
                     "KillWait=5",
-                    "MinJobAge=300",
+                    f"MinJobAge={self.min_job_age_s}",
                     "MessageTimeout=5",
                     "GresTypes=gpu",
                     *(
@@ -140,7 +224,8 @@ class SlurmCluster:
 
     # --- daemons -------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the three daemons and return once the node is idle (or raise, with logs)."""
+        """Start the four daemons, register the cluster in slurmdbd and return once the node
+        is idle (or raise, with logs)."""
         self._write()
         m = self.root / "munge"
         self._spawn(
@@ -156,6 +241,12 @@ class SlurmCluster:
             ],
             m / "pid",
         )
+        self.made_database = True  # slurmdbd creates it: stop() drops it, even half-started
+        self._spawn("slurmdbd", ["slurmdbd"], "slurmdbd.pid")
+        self.wait_for_accounting()
+        # the cluster, and root's association in it (the root account sacctmgr makes with
+        # the cluster): slurmctld's jobs are stored against it
+        self.client("sacctmgr", "-i", "add", "cluster", self.name)
         self._spawn("slurmctld", ["slurmctld", "-c", "-f", str(self.conf)], "slurmctld.pid")
         self._spawn(
             "slurmd", ["slurmd", "-f", str(self.conf), "-N", self.node], f"slurmd.{self.node}.pid"
@@ -190,6 +281,22 @@ class SlurmCluster:
         done = self.client("sinfo", "-h", "-N", "-n", self.node, "-o", "%T", check=False)
         return done.stdout.strip() if done.returncode == 0 else ""
 
+    def wait_for_accounting(self, timeout: float = START_S) -> None:
+        """Until sacctmgr gets an answer from this cluster's slurmdbd."""
+        deadline = time.monotonic() + timeout
+        while (
+            done := self.client("sacctmgr", "-n", "-P", "list", "cluster", check=False)
+        ).returncode:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"slurmdbd does not answer sacctmgr: {done.stderr.strip()}\n{self.logs()}"
+                )
+            time.sleep(0.05)
+
+    def sacct(self, slurm_id: str, fields: str) -> str:
+        """sacct's parsable line for a job's allocation (what the executor reads)."""
+        return self.client("sacct", "-n", "-P", "-X", "-j", slurm_id, "-o", fields).stdout
+
     def wait_for_node(self, state: str, timeout: float = START_S) -> None:
         """Until sinfo shows the node in ``state`` (e.g. idle)."""
         deadline = time.monotonic() + timeout
@@ -211,10 +318,11 @@ class SlurmCluster:
         return "\n".join(parts)
 
     def stop(self) -> None:
-        """Cancel what is left, stop the daemons (slurmd and slurmctld first) and wait."""
+        """Cancel what is left, stop the daemons (slurmd and slurmctld first) and wait, then
+        drop this run's accounting database."""
         with contextlib.suppress(Exception):
             self.client("scancel", "--full", f"--partition={self.partition}", check=False)
-        for name in ("slurmd", "slurmctld", "munged"):
+        for name in ("slurmd", "slurmctld", "slurmdbd", "munged"):
             pid = self.procs.pop(name, None)
             if pid is None:
                 continue
@@ -225,6 +333,12 @@ class SlurmCluster:
                 time.sleep(0.05)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if self.made_database:
+            # its own name only (slurm_acct_<tag>): never another database
+            done = _sql(f"DROP DATABASE IF EXISTS `{self.database}`")
+            if done.returncode != 0:
+                raise RuntimeError(f"could not drop {self.database}: {done.stderr.strip()}")
+            self.made_database = False
 
 
 def _alive(pid: int) -> bool:
@@ -250,11 +364,11 @@ if pytest is not None:
     def slurm_cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
         """A private Slurm cluster for the session, its clients pointed at it (SLURM_CONF).
 
-        Without slurm-wlm these tests cannot mean anything: in CI (.ci/run installs it with
-        scripts/install-slurm.sh) that is a failure, on a developer machine a skip that
-        says why.
+        Without slurm-wlm (and slurmdbd's MariaDB) these tests cannot mean anything: in CI
+        (.ci/run installs it with scripts/install-slurm.sh) that is a failure, on a
+        developer machine a skip that says why.
         """
-        problem = missing()
+        problem = missing() or accounting_missing()
         if problem:
             if os.environ.get("CI"):
                 pytest.fail(problem)

@@ -562,19 +562,30 @@ def current_state(slurm_id: str) -> SlurmState | None:
 
 
 def final_state(slurm_id: str) -> SlurmState | None:
-    """How an ended job ended, exit code included: sacct where accounting answers, else
-    scontrol (which knows a job for MinJobAge after its end); None when neither knows it."""
+    """How an ended job ended, exit code included: sacct where accounting answers (slurmdbd
+    keeps the job after slurmctld purged it, MinJobAge), else scontrol (which knows a job
+    for MinJobAge after its end); None when neither knows it.
+
+    slurmctld sends a job's end to slurmdbd a moment after squeue shows it: a sacct record
+    not ended yet is passed over for scontrol's, and returned as it is when scontrol no
+    longer knows the job (the caller looks again, SlurmRun._poll).
+    """
+    recorded = None
     if accounting_on():
-        done = client(["sacct", "-n", "-P", "-X", "-j", slurm_id, "-o", SACCT_FIELDS])
-        if done.returncode == 0 and (state := parse_sacct(done.stdout)) is not None:
-            return state
+        done = client(
+            ["sacct", "-n", "-P", "-X", "-j", slurm_id, "-o", SACCT_FIELDS], env=client_env()
+        )
+        if done.returncode == 0:
+            recorded = parse_sacct(done.stdout)
+            if recorded is not None and recorded.state in ENDED:
+                return recorded
     done = client(["scontrol", "show", "job", "-o", slurm_id])
     if done.returncode != 0:
         text = (done.stderr or done.stdout).strip()
         if INVALID_JOB in text:
-            return None
+            return recorded
         raise ExecutorError(f"scontrol failed: {text}", permanent=not unreachable(text))
-    return parse_scontrol_job(done.stdout)
+    return parse_scontrol_job(done.stdout) or recorded
 
 
 def node_reason(nodes: str) -> str:
@@ -683,8 +694,9 @@ class SlurmRun(Started):
         try:
             state = current_state(self.slurm_id)
             if state is None or state.state in ENDED:
-                self.ended = final_state(self.slurm_id)
-                self.gone = self.ended is None
+                ended = final_state(self.slurm_id)
+                if ended is None or ended.state in ENDED:  # else: accounting lags, look again
+                    self.ended, self.gone = ended, ended is None
             self.unreachable_since = None
         except ExecutorError as exc:
             if exc.permanent:

@@ -1,16 +1,20 @@
-"""REST → Celery → the slurm executor → a real Slurm (munged, slurmctld, slurmd) → ingested."""
+"""REST → Celery → the slurm executor → a real Slurm (munged, slurmdbd, slurmctld, slurmd)
+→ ingested."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 
 import pytest
 
 from jobs import services
 from jobs.choices import JobStatus
-from jobs.executors.slurm import final_state, listed_jobs
+from jobs.executors.slurm import INVALID_JOB, final_state, listed_jobs
 from jobs.models import GpuLease, Job, JobEvent
-from tests.slurmcluster import free_port
+from tests.slurmcluster import SlurmCluster, free_port
 from tests.waits import JOB_S, START_S, STOP_S, wait_until
 from tests.workers import TERMINAL, wait_for_status
 
@@ -147,7 +151,8 @@ def test_a_slurm_job_cancelled_outside_rocpath_ends_errored_saying_so(
     slurm_cluster.client("scancel", slurm_id)
     job = wait_for_status(job_id, TERMINAL, timeout=STOP_S)
     assert job.status == JobStatus.ERRORED
-    assert f"the Slurm job {slurm_id} was cancelled outside rocpath" in job.error
+    # the uid only sacct knows (scontrol says CANCELLED, not by whom)
+    assert f"the Slurm job {slurm_id} was cancelled outside rocpath by uid 0" in job.error
 
 
 def test_the_sweep_cancels_slurm_jobs_whose_rocpath_job_no_longer_runs(
@@ -214,3 +219,77 @@ def test_a_controller_that_does_not_answer_is_an_error_that_may_pass(
     with pytest.raises(ExecutorError) as lost:
         current_state("1")
     assert not lost.value.permanent
+
+
+# --- a cluster that forgets ended jobs at once: what rocpath reads then, only sacct has ----
+@pytest.fixture(scope="module")
+def forgetful_cluster(tmp_path_factory, slurm_cluster):  # slurm_cluster: its skip / fail
+    """A second private cluster (its own slurmdbd and database) whose slurmctld purges a job
+    2 s after its end (MinJobAge=2): scontrol and squeue no longer know it, sacct does."""
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm-forgetful"), min_job_age_s=2)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def forgetful_worker(transactional_db, settings, tmp_path, forgetful_cluster):
+    from tests.workers import _start_worker
+
+    forgetful_cluster.wait_for_node("idle")
+    settings.ROCPATH_EXECUTOR = "slurm"
+    handle = _start_worker(settings, tmp_path, ROCPATH_EXECUTOR="slurm", **forgetful_cluster.env)
+    yield handle
+    handle.stop()
+
+
+@contextlib.contextmanager
+def paused(worker):
+    """The worker's processes stopped (SIGSTOP): it looks at Slurm again only once resumed."""
+    os.killpg(worker.proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.killpg(worker.proc.pid, signal.SIGCONT)
+
+
+def wait_until_forgotten(cluster, slurm_id: str) -> None:
+    def forgotten() -> bool:
+        done = cluster.client("scontrol", "show", "job", "-o", slurm_id, check=False)
+        return done.returncode != 0 and INVALID_JOB in done.stderr
+
+    assert wait_until(forgotten, JOB_S, 0.2), f"slurmctld still knows Slurm job {slurm_id}"
+
+
+def test_a_failed_runners_exit_status_is_read_from_sacct_once_slurmctld_forgot_the_job(
+    forgetful_worker, forgetful_cluster, api
+):
+    job_id = submit(api, {"kind": "noop", "params": {"seconds": 3, "exit_status": "failed"}})
+    slurm_id = slurm_id_of(job_id)
+    with paused(forgetful_worker):
+        wait_until_forgotten(forgetful_cluster, slurm_id)
+        assert forgetful_cluster.sacct(slurm_id, "State,ExitCode") == "FAILED|1:0\n"
+    job = wait_for_status(job_id, TERMINAL)
+    assert job.status == JobStatus.FAILED, job.error
+    # without sacct the Slurm job would have vanished: its result read, no exit status known
+    assert job.exit_code == 1
+
+
+def test_a_node_failure_is_read_from_sacct_once_slurmctld_forgot_the_job(
+    forgetful_worker, forgetful_cluster, api
+):
+    job_id, slurm_id = sleeper(api, forgetful_cluster)
+    try:
+        with paused(forgetful_worker):
+            forgetful_cluster.set_node("down", "rack power lost")
+            wait_until_forgotten(forgetful_cluster, slurm_id)
+        job = wait_for_status(job_id, TERMINAL, timeout=JOB_S)
+    finally:
+        forgetful_cluster.client(
+            "scontrol", "update", f"nodename={forgetful_cluster.node}", "state=resume", check=False
+        )
+    assert job.status == JobStatus.ERRORED
+    assert f"the Slurm job {slurm_id} ended NODE_FAIL on {forgetful_cluster.node}" in job.error
+    assert "rack power lost" in job.error and "vanished" not in job.error

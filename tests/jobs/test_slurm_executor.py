@@ -1,7 +1,7 @@
 """The slurm executor's parts that need no cluster: the script and command lines it builds,
 and how it reads Slurm's answers (real outputs of this machine's Slurm 22.05, saved in
-tests/jobs/data/slurm; sacct's line is written from its documented -P format, accounting
-being off on the test cluster)."""
+tests/jobs/data/slurm; sacct's lines from the test cluster's slurmdbd, the
+``sacct -n -P -X -j ID -o State,ExitCode,Reason,NodeList`` the executor runs)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from jobs.choices import JobStatus
 from jobs.executors import ENGINES, engine_class, slurm
 from jobs.executors.base import ExecutorError, JobSpec, Outcome
 from jobs.executors.slurm import (
+    ENDED,
     SlurmRun,
     SlurmState,
     accounting_disabled,
@@ -99,15 +100,42 @@ def test_squeue_lines_give_state_reason_and_nodes():
     assert parse_squeue("") is None
 
 
-def test_sacct_says_who_cancelled_a_job_and_how_it_exited():
-    state = parse_sacct("CANCELLED by 1001|0:15|None|rpn1\n")
-    assert state == SlurmState("CANCELLED", "", "rpn1", 0, 15, cancelled_by="1001")
-    assert parse_sacct("OUT_OF_MEMORY|0:125|OutOfMemory|rpn1\n").state == "OUT_OF_MEMORY"
+CAPTURED_NODE = "rpn857aeecc"  # the node of the cluster sacct's lines were captured on
+
+
+def test_sacct_says_who_cancelled_a_job():
+    state = parse_sacct(captured("sacct-cancelled.txt"))
+    assert state == SlurmState("CANCELLED", "", CAPTURED_NODE, 0, 0, cancelled_by="0")
+
+
+def test_sacct_gives_a_failed_jobs_exit_status_and_a_completed_jobs_zero():
+    assert parse_sacct(captured("sacct-failed.txt")) == SlurmState(
+        "FAILED", "", CAPTURED_NODE, 3, 0
+    )
+    assert parse_sacct(captured("sacct-completed.txt")) == SlurmState(
+        "COMPLETED", "", CAPTURED_NODE, 0, 0
+    )
+
+
+def test_sacct_names_the_ends_of_slurms_own_making_and_a_job_still_running():
+    for name, state in (
+        ("sacct-node-fail.txt", "NODE_FAIL"),
+        ("sacct-timeout.txt", "TIMEOUT"),
+        ("sacct-running.txt", "RUNNING"),
+    ):
+        parsed = parse_sacct(captured(name))
+        assert parsed is not None and parsed.state == state and parsed.nodes == CAPTURED_NODE
+    assert "RUNNING" not in ENDED  # a record slurmdbd has not seen end yet: looked at again
+
+
+def test_sacct_knowing_no_such_job_prints_nothing_and_reads_as_unknown():
+    assert captured("sacct-unknown.txt") == ""
+    assert parse_sacct(captured("sacct-unknown.txt")) is None
 
 
 def test_sacct_without_slurmdbd_is_told_apart_and_scontrol_used_instead():
     assert accounting_disabled(captured("sacct-disabled.txt"))
-    assert not accounting_disabled("COMPLETED|0:0|None|rpn1\n")
+    assert not accounting_disabled(captured("sacct-completed.txt"))
 
 
 def test_sbatch_refusing_a_job_is_permanent_and_a_controller_down_is_not():
