@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from jobs.choices import JobStatus
 from jobs.models import Worker
+from jobs.routing import arch_queue
 from teams.choices import Role
 from tests.browser.steps import sign_in
 from tests.browser.test_csp import WATCH
@@ -32,7 +33,6 @@ def test_the_workers_page_shows_live_and_gone_workers_without_a_csp_violation(pa
     live = make_worker(
         "celery@mi300x-node-1",
         executor="docker",
-        queues=["rocpath", "gpu-amd-gfx942"],
         jobs_running=1,
         inventory={
             "gpus": [{"index": i, **MI300X, "memory_bytes": 206158430208} for i in range(8)],
@@ -42,7 +42,6 @@ def test_the_workers_page_shows_live_and_gone_workers_without_a_csp_violation(pa
     )
     gone = make_worker(
         "celery@h200-node-2",
-        queues=["rocpath", "gpu-nvidia-sm_90"],
         seen_s_ago=900,
         inventory={
             "gpus": [{"index": 0, "vendor": "nvidia", "model": "NVIDIA H200", "arch": "sm_90",
@@ -54,8 +53,9 @@ def test_the_workers_page_shows_live_and_gone_workers_without_a_csp_violation(pa
     waiting = make_job(
         team,
         status=JobStatus.QUEUED,
-        queue="gpu-nvidia-sm_90",
-        route_note="asks for arch sm_90: only the H200 hosts consume it",
+        queue=arch_queue("nvidia", "sm_90"),
+        route_note=f"waiting on {arch_queue('nvidia', 'sm_90')}: consumed by 1 capable "
+        "worker(s): celery@h200-node-2; celery@h200-node-2 idle",
     )
     page.add_init_script(WATCH)
     sign_in(page, "fiona", "correct horse battery")
@@ -93,8 +93,8 @@ def test_the_workers_page_shows_live_and_gone_workers_without_a_csp_violation(pa
 
     page.goto(f"/jobs/{waiting.pk}/")
     note = page.locator("#job-waiting")
-    assert "gpu-nvidia-sm_90" in note.inner_text()
-    assert "only the H200 hosts consume it" in note.inner_text()
+    assert arch_queue("nvidia", "sm_90") in note.inner_text()
+    assert "consumed by 1 capable worker(s): celery@h200-node-2" in note.inner_text()
     assert "1 live worker consumes it, 0 busy" in note.inner_text()  # the H200 is back
     # It goes again: the log poll, which refreshes the status, refreshes the note too.
     Worker.objects.filter(pk=gone.pk).update(last_seen_at=timezone.now() - timedelta(hours=1))
