@@ -547,12 +547,20 @@ def accounting_on() -> bool:
     return accounting(os.environ.get("SLURM_CONF", ""))
 
 
-def current_state(slurm_id: str) -> SlurmState | None:
-    """squeue's look at a job (it lists ended jobs within MinJobAge); None: unknown to it.
+def named(name: str) -> list[str]:
+    """The filter that holds a client to the job of that name: Slurm ids are reused by a
+    cluster restarted without its state, and another user's job must never be followed
+    or cancelled for ours (squeue, sacct and scancel take it)."""
+    return [f"--name={name}"] if name else []
+
+
+def current_state(slurm_id: str, name: str = "") -> SlurmState | None:
+    """squeue's look at a job (it lists ended jobs within MinJobAge); None: unknown to it
+    (or, with ``name``, that id is now another job's).
 
     ExecutorError(permanent=False) when the controller does not answer.
     """
-    done = client(["squeue", "-h", "-t", "all", "-j", slurm_id, "-o", SQUEUE_FORMAT])
+    done = client(["squeue", "-h", "-t", "all", "-j", slurm_id, *named(name), "-o", SQUEUE_FORMAT])
     if done.returncode != 0:
         text = (done.stderr or done.stdout).strip()
         if INVALID_JOB in text:
@@ -561,7 +569,7 @@ def current_state(slurm_id: str) -> SlurmState | None:
     return parse_squeue(done.stdout)
 
 
-def final_state(slurm_id: str) -> SlurmState | None:
+def final_state(slurm_id: str, name: str = "") -> SlurmState | None:
     """How an ended job ended, exit code included: sacct where accounting answers (slurmdbd
     keeps the job after slurmctld purged it, MinJobAge), else scontrol (which knows a job
     for MinJobAge after its end); None when neither knows it.
@@ -573,7 +581,8 @@ def final_state(slurm_id: str) -> SlurmState | None:
     recorded = None
     if accounting_on():
         done = client(
-            ["sacct", "-n", "-P", "-X", "-j", slurm_id, "-o", SACCT_FIELDS], env=client_env()
+            ["sacct", "-n", "-P", "-X", "-j", slurm_id, *named(name), "-o", SACCT_FIELDS],
+            env=client_env(),
         )
         if done.returncode == 0:
             recorded = parse_sacct(done.stdout)
@@ -585,6 +594,8 @@ def final_state(slurm_id: str) -> SlurmState | None:
         if INVALID_JOB in text:
             return recorded
         raise ExecutorError(f"scontrol failed: {text}", permanent=not unreachable(text))
+    if name and parse_fields(done.stdout.strip()).get("JobName", name) != name:
+        return recorded  # that id is another job's now (scontrol takes no name filter)
     return parse_scontrol_job(done.stdout) or recorded
 
 
@@ -603,11 +614,11 @@ def parse_node_reason(text: str) -> str:
     return "" if not match or match.group(1) in ("", "(null)") else match.group(1).strip()
 
 
-def scancel(*slurm_ids: str) -> bool:
+def scancel(*slurm_ids: str, name: str = "") -> bool:
     if not slurm_ids:
         return True
     with contextlib.suppress(ExecutorError):
-        return client(["scancel", *slurm_ids]).returncode == 0
+        return client(["scancel", *named(name), *slurm_ids]).returncode == 0
     return False
 
 
@@ -643,6 +654,7 @@ class SlurmRun(Started):
 
     def __init__(self, slurm_id: str, spec: JobSpec) -> None:
         self.slurm_id, self.spec = slurm_id, spec
+        self.name = slurm_job_name(spec)
         self.files = {"stdout": spec.job_dir / STDOUT_NAME, "stderr": spec.job_dir / STDERR_NAME}
         self.handles: dict[str, object] = {}
         self.ended: SlurmState | None = None  # the final state, once squeue said it ended
@@ -692,9 +704,9 @@ class SlurmRun(Started):
 
     def _poll(self, now: float) -> None:
         try:
-            state = current_state(self.slurm_id)
+            state = current_state(self.slurm_id, self.name)
             if state is None or state.state in ENDED:
-                ended = final_state(self.slurm_id)
+                ended = final_state(self.slurm_id, self.name)
                 if ended is None or ended.state in ENDED:  # else: accounting lags, look again
                     self.ended, self.gone = ended, ended is None
             self.unreachable_since = None
@@ -722,13 +734,13 @@ class SlurmRun(Started):
             )
             self.gone = True
         elif now - self.stopped_at > 10 * settings.ROCPATH_SLURM_POLL_S:
-            scancel(self.slurm_id)
+            scancel(self.slurm_id, name=self.name)
 
     def stop(self) -> None:
         self.stopped = True
         self.stopped_at = time.monotonic()
         self.next_poll = 0.0  # see it end at once
-        scancel(self.slurm_id)
+        scancel(self.slurm_id, name=self.name)
 
     def wait(self, outcome: Outcome) -> None:
         for handle in self.handles.values():

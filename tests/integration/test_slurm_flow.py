@@ -12,7 +12,7 @@ import pytest
 
 from jobs import services
 from jobs.choices import JobStatus
-from jobs.executors.slurm import INVALID_JOB, final_state, listed_jobs
+from jobs.executors.slurm import INVALID_JOB, current_state, final_state, listed_jobs, scancel
 from jobs.models import GpuLease, Job, JobEvent
 from tests.slurmcluster import SlurmCluster, free_port
 from tests.waits import JOB_S, START_S, STOP_S, wait_until
@@ -153,6 +153,21 @@ def test_a_slurm_job_cancelled_outside_rocpath_ends_errored_saying_so(
     assert job.status == JobStatus.ERRORED
     # the uid only sacct knows (scontrol says CANCELLED, not by whom)
     assert f"the Slurm job {slurm_id} was cancelled outside rocpath by uid 0" in job.error
+
+
+def test_a_slurm_id_is_read_and_cancelled_only_under_its_jobs_name(
+    slurm_worker, slurm_cluster, api
+):
+    """What keeps a reused id (a cluster restarted without its state) from being taken
+    for ours: Slurm's own name filters, on a real job."""
+    job_id, slurm_id = sleeper(api, slurm_cluster)
+    name = slurm_cluster.client("squeue", "-h", "-j", slurm_id, "-o", "%j").stdout.strip()
+    assert current_state(slurm_id, "rocpath-someone-else") is None
+    assert current_state(slurm_id, name).state == "RUNNING"
+    assert scancel(slurm_id, name="rocpath-someone-else")  # matches nothing: a no-op
+    assert current_state(slurm_id, name).state == "RUNNING"
+    api.post(f"/api/v1/jobs/{job_id}/cancel/")
+    assert wait_for_status(job_id, TERMINAL, timeout=STOP_S).status == JobStatus.CANCELED
 
 
 def test_the_sweep_cancels_slurm_jobs_whose_rocpath_job_no_longer_runs(

@@ -402,14 +402,14 @@ def test_a_job_that_scancel_does_not_end_is_given_up_as_lost(spec, settings, mon
     """A hung node holds a job COMPLETING: the follow loop must end all the same."""
     settings.ROCPATH_SLURM_STOP_GRACE_S = 5
     sent = []
-    monkeypatch.setattr(slurm, "scancel", lambda *ids: sent.append(ids) or True)
-    monkeypatch.setattr(slurm, "current_state", lambda _id: SlurmState("COMPLETING", "", "n1"))
+    monkeypatch.setattr(slurm, "scancel", lambda *ids, **kw: sent.append((ids, kw)) or True)
+    monkeypatch.setattr(slurm, "current_state", lambda *_: SlurmState("COMPLETING", "", "n1"))
     run = slurm.SlurmRun("77", spec)
     run.stop()
     run.stopped_at -= 6  # the grace has passed
     run._poll(time.monotonic())
     run._check_stop(time.monotonic())
-    assert run.gone and sent == [("77",)]
+    assert run.gone and sent == [(("77",), {"name": slurm_job_name(spec)})]
     outcome = Outcome(canceled=True)
     run.wait(outcome)
     assert outcome.lost.startswith("the Slurm job 77 did not end within 5 s of scancel")
@@ -419,7 +419,7 @@ def test_an_earlier_attempt_still_listed_is_cancelled_and_waited_for(spec, setti
     listings = [{"91": (42, 1)}, {"91": (42, 1)}, {}]
     monkeypatch.setattr(slurm, "listed_jobs", lambda: listings.pop(0) if listings else {})
     cancelled = []
-    monkeypatch.setattr(slurm, "scancel", lambda *ids: cancelled.append(ids) or True)
+    monkeypatch.setattr(slurm, "scancel", lambda *ids, **kw: cancelled.append(ids) or True)
     settings.ROCPATH_SLURM_POLL_S = 0.01
     slurm.earlier_attempts_ended(spec)
     assert cancelled == [("91",)] and listings == []
@@ -429,7 +429,7 @@ def test_an_earlier_attempt_that_will_not_end_is_an_error_that_may_pass(
     spec, settings, monkeypatch
 ):
     monkeypatch.setattr(slurm, "listed_jobs", lambda: {"91": (42, 1)})
-    monkeypatch.setattr(slurm, "scancel", lambda *ids: True)
+    monkeypatch.setattr(slurm, "scancel", lambda *ids, **kw: True)
     settings.ROCPATH_SLURM_POLL_S, settings.ROCPATH_SLURM_STOP_GRACE_S = 0.01, 1
     ticks = iter([0.0, 0.5, 2.0])
     with pytest.raises(ExecutorError, match="did not end within 1 s") as refused:
@@ -447,3 +447,26 @@ def test_the_sweep_lists_only_this_users_jobs(monkeypatch):
     monkeypatch.setattr(slurm, "client", answer)
     slurm.listed_jobs()
     assert seen[0][:2] == ["squeue", "--me"]
+
+
+def test_a_slurm_id_reused_by_another_job_is_not_read_as_ours(monkeypatch):
+    """A cluster restarted without its state gives our id to another job: squeue and sacct
+    are held to our job's name, and scontrol's answer for another name is not ours."""
+    seen = []
+    other = captured("scontrol-running.txt").replace("JobName=rocpath-x-job-1-a1", "JobName=x")
+
+    def answer(argv, env=None):
+        seen.append(argv)
+        if argv[0] == "scontrol":
+            return subprocess.CompletedProcess(argv, 0, other, "")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(slurm, "client", answer)
+    monkeypatch.setattr(slurm, "accounting_on", lambda: True)
+    assert slurm.current_state("1", "rocpath-x-job-1-a1") is None
+    assert slurm.final_state("1", "rocpath-x-job-1-a1") is None
+    assert slurm.scancel("1", name="rocpath-x-job-1-a1")
+    squeue, sacct, _, scancel = seen
+    for argv in (squeue, sacct, scancel):
+        assert "--name=rocpath-x-job-1-a1" in argv, argv
+    assert slurm.final_state("1", "") is not None  # without a name: what scontrol says
