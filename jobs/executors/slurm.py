@@ -184,6 +184,8 @@ def parse_squeue(text: str) -> SlurmState | None:
 
 
 SACCT_FIELDS = "State,ExitCode,Reason,NodeList"
+# How long an end squeue shows may wait for slurmdbd's record before scontrol's is read.
+ACCOUNTING_LAG_S = 5.0
 
 
 def parse_sacct(text: str) -> SlurmState | None:
@@ -569,7 +571,9 @@ def current_state(slurm_id: str, name: str = "") -> SlurmState | None:
     return parse_squeue(done.stdout)
 
 
-def final_state(slurm_id: str, name: str = "") -> SlurmState | None:
+def final_state(
+    slurm_id: str, name: str = "", *, wait_for_accounting: bool = False
+) -> SlurmState | None:
     """How an ended job ended, exit code included: sacct where accounting answers (slurmdbd
     keeps the job after slurmctld purged it, MinJobAge), else scontrol (which knows a job
     for MinJobAge after its end); None when neither knows it.
@@ -581,13 +585,15 @@ def final_state(slurm_id: str, name: str = "") -> SlurmState | None:
     recorded = None
     if accounting_on():
         done = client(
-            ["sacct", "-n", "-P", "-X", "-j", slurm_id, *named(name), "-o", SACCT_FIELDS],
+            ["sacct", "-n", "-P", "-X", "-j", slurm_id, "-o", SACCT_FIELDS],
             env=client_env(),
         )
         if done.returncode == 0:
             recorded = parse_sacct(done.stdout)
             if recorded is not None and recorded.state in ENDED:
                 return recorded
+            if recorded is not None and wait_for_accounting:
+                return recorded  # not ended there yet: the caller looks again
     done = client(["scontrol", "show", "job", "-o", slurm_id])
     if done.returncode != 0:
         text = (done.stderr or done.stdout).strip()
@@ -666,6 +672,7 @@ class SlurmRun(Started):
         self.started = time.monotonic()
         self.stopped_at: float | None = None
         self.abandoned = ""  # why the job was given up after scancel did not end it
+        self.ended_seen_at: float | None = None  # when squeue first showed it ended
 
     def _read_files(self) -> list[tuple[str, bytes]]:
         chunks = []
@@ -706,7 +713,14 @@ class SlurmRun(Started):
         try:
             state = current_state(self.slurm_id, self.name)
             if state is None or state.state in ENDED:
-                ended = final_state(self.slurm_id, self.name)
+                # slurmdbd hears of the end a moment after squeue shows it, and only it
+                # knows who cancelled a job: give it ACCOUNTING_LAG_S before scontrol.
+                self.ended_seen_at = self.ended_seen_at or now
+                ended = final_state(
+                    self.slurm_id,
+                    self.name,
+                    wait_for_accounting=now - self.ended_seen_at < ACCOUNTING_LAG_S,
+                )
                 if ended is None or ended.state in ENDED:  # else: accounting lags, look again
                     self.ended, self.gone = ended, ended is None
             self.unreachable_since = None
