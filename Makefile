@@ -9,11 +9,12 @@ VENV_KEY := $(shell cat requirements.txt requirements-dev.txt | sha256sum | cut 
 VENV := $(CACHE_DIR)/venv-$(VENV_KEY)
 BIN := .venv/bin
 
-.PHONY: help venv run test lint fmt check bench images clean
+.PHONY: help venv run test test-fast lint fmt check bench images clean
 
 help:
 	@echo "make run    install, migrate, start web + worker + beat (Ctrl-C stops all)"
-	@echo "make test   the whole suite (lint, checks, unit + integration tests)"
+	@echo "make test-fast  the in-process tier, between edits (~1 min; docs/development.md)"
+	@echo "make test   the whole suite (lint, checks, every tier)"
 	@echo "make lint   ruff check + format check"
 	@echo "make bench  benchmarks of rocpath itself (bench/)"
 	@echo "make images start a Docker engine if needed, build the job images (docs/containers.md)"
@@ -42,6 +43,9 @@ fmt: venv
 check: venv
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python manage.py makemigrations --check --dry-run
+
+test-fast: venv
+	@scripts/test.sh --fast
 
 test: lint check
 	@scripts/test.sh

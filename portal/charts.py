@@ -15,40 +15,55 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import pygal
 from django.core.cache import cache
 from django.utils.safestring import SafeString, mark_safe
-from pygal.style import Style
 
 if TYPE_CHECKING:
+    import pygal.graph.graph
+
     from jobs.models import Job
     from portal.kinds.base import Presenter
 
-STYLE = Style(
-    background="transparent",
-    plot_background="#ffffff",
-    foreground="#1d2330",
-    foreground_strong="#1d2330",
-    foreground_subtle="#e2e5ea",
-    colors=("#c8102e", "#2b6cb0", "#1f8a4c", "#b7791f", "#6b46c1", "#0f766e", "#6b7385"),
-    font_family="system-ui, sans-serif",
-    label_font_size=11,
-    major_label_font_size=11,
-    legend_font_size=12,
-    title_font_size=14,
-)
-_COMMON = {
-    "style": STYLE,
-    "js": [],  # pygal's default loads its tooltip script from a CDN
-    "disable_xml_declaration": True,
-    "width": 760,
-    "height": 340,
-    "explicit_size": False,
-    "legend_at_bottom": True,
-    "show_minor_x_labels": True,
-}
+
+@functools.cache
+def _pygal() -> Any:
+    """pygal, imported on the first chart drawn rather than when the portal app loads:
+    most processes that load the app (workers, beat, manage.py) never draw one."""
+    import pygal
+
+    return pygal
+
+
+@functools.cache
+def _common() -> dict[str, Any]:
+    """The options every chart shares (the style needs pygal, hence a function)."""
+    from pygal.style import Style
+
+    style = Style(
+        background="transparent",
+        plot_background="#ffffff",
+        foreground="#1d2330",
+        foreground_strong="#1d2330",
+        foreground_subtle="#e2e5ea",
+        colors=("#c8102e", "#2b6cb0", "#1f8a4c", "#b7791f", "#6b46c1", "#0f766e", "#6b7385"),
+        font_family="system-ui, sans-serif",
+        label_font_size=11,
+        major_label_font_size=11,
+        legend_font_size=12,
+        title_font_size=14,
+    )
+    return {
+        "style": style,
+        "js": [],  # pygal's default loads its tooltip script from a CDN
+        "disable_xml_declaration": True,
+        "width": 760,
+        "height": 340,
+        "explicit_size": False,
+        "legend_at_bottom": True,
+        "show_minor_x_labels": True,
+    }
 
 
 CHART_CACHE_S = 24 * 3600
@@ -100,13 +115,13 @@ def xy_chart(
     y_title: str,
 ) -> SafeString:
     """Lines of (x, y) points, one per series: e.g. TFLOP/s against matrix size."""
-    chart = pygal.XY(
+    chart = _pygal().XY(
         title=title,
         x_title=x_title,
         y_title=y_title,
         dots_size=3,
         logarithmic=False,
-        **_COMMON,
+        **_common(),
     )
     for name, points in series.items():
         chart.add(name, [(float(x), float(y)) for x, y in sorted(points)])
@@ -117,13 +132,13 @@ def time_chart(
     title: str, series: dict[str, Iterable[tuple[datetime, float]]], *, y_title: str
 ) -> SafeString:
     """Values over time, one line per series: e.g. unsupported references across scans."""
-    chart = pygal.DateTimeLine(
+    chart = _pygal().DateTimeLine(
         title=title,
         y_title=y_title,
         x_label_rotation=20,
         x_value_formatter=lambda d: d.strftime("%Y-%m-%d %H:%M"),
         dots_size=4,
-        **_COMMON,
+        **_common(),
     )
     for name, points in series.items():
         chart.add(name, sorted(points))
@@ -171,12 +186,12 @@ def bar_chart(
     """Grouped bars: one group per label (a case), one bar per series (a job) in each."""
 
     def draw() -> SafeString:
-        chart = pygal.Bar(
+        chart = _pygal().Bar(
             title=title,
             y_title=y_title,
             x_label_rotation=30,
             truncate_label=40,
-            **_COMMON,
+            **_common(),
         )
         chart.x_labels = list(labels)
         for name, values in series.items():
@@ -196,13 +211,13 @@ def history_chart(
     """One case's values over time, with the first run of each new segment marked."""
 
     def draw() -> SafeString:
-        chart = pygal.DateTimeLine(
+        chart = _pygal().DateTimeLine(
             title=title,
             y_title=y_title,
             x_label_rotation=20,
             x_value_formatter=lambda d: d.strftime("%Y-%m-%d %H:%M"),
             dots_size=2,
-            **_COMMON,
+            **_common(),
         )
         chart.add("value", list(points))
         if marks:

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
-import ruptures
-from scipy.stats import mannwhitneyu
+from typing import TYPE_CHECKING
 
 from results.stats import Ratio, ratio_interval
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy, scipy and ruptures cost about a second to import: they are imported in the
+# functions that use them, so every process that loads the results app (the web server,
+# each worker, beat, manage.py) does not pay for them before its first verdict.
 
 # Shared by verdicts and change points; docs/regressions.md measured them.
 ALPHA = 0.001  # Mann-Whitney U two-sided p below which a difference is significant
@@ -50,12 +54,17 @@ class Decision:
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
+    import numpy as np
+
     arr = np.asarray([v for v in values if v is not None], dtype=float)
     return arr[np.isfinite(arr)]
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
     """Two-sided Mann-Whitney U p-value; None when a side is empty or all values tie."""
+    import numpy as np
+    from scipy.stats import mannwhitneyu
+
     x, y = _clean(a), _clean(b)
     if x.size == 0 or y.size == 0:
         return None
@@ -71,6 +80,8 @@ def run_noise(history: Sequence[float] | None) -> float | None:
     the stack changed) is noisier for it, and the verdicts say "noisy" rather than
     judge across the step. None with fewer than MIN_HISTORY runs: too few to say.
     """
+    import numpy as np
+
     if history is None:
         return None
     x = _clean(history)
@@ -107,6 +118,8 @@ def compare_samples(
     bound is wider than noisy_width (a change of that size could hide in it), else
     "unchanged". With one sample a side there is no test to run: "noisy".
     """
+    import numpy as np
+
     r = ratio_interval(baseline, current, seed=seed)
     p = mann_whitney_p(baseline, current)
     # The baseline run's own level is part of what the current one is judged against.
@@ -148,6 +161,8 @@ def compare_samples(
 
 def _noise_scale(x: np.ndarray) -> float:
     """Robust run-to-run spread: MAD of first differences / √2 (immune to level steps)."""
+    import numpy as np
+
     if x.size < 3:
         return 0.0
     d = np.diff(x)
@@ -170,6 +185,8 @@ def change_points(
     least min_effect relative to the earlier segment's median. Non-finite values are
     ignored for detection but indices refer to the list as given.
     """
+    import numpy as np
+
     raw = np.asarray([np.nan if v is None else v for v in values], dtype=float)
     keep = np.flatnonzero(np.isfinite(raw))
     x = raw[keep]
@@ -208,6 +225,8 @@ JUMP = 5
 
 
 def _pelt(z: np.ndarray, min_size: int, penalty: float) -> list[int]:
+    import ruptures
+
     algo = ruptures.Pelt(model="l1", min_size=min_size, jump=1).fit(z.reshape(-1, 1))
     return list(algo.predict(pen=penalty)[:-1])
 
@@ -216,6 +235,8 @@ def _refine(z: np.ndarray, bkps: list[int], jump: int, min_size: int) -> list[in
     """Each change point moved to the index within ``jump`` of it where splitting its two
     neighbouring segments costs least (L1 about each side's median): the exact place
     the coarse search could not see."""
+    import numpy as np
+
     out: list[int] = []
     for i, b in enumerate(bkps):
         start = out[-1] if out else 0
@@ -238,6 +259,8 @@ def _confirm(z: np.ndarray, bkps: list[int], *, alpha: float, min_effect: float)
     The weakest candidate goes first and the test is redone on the merged segments, so
     one spurious split does not hide behind another.
     """
+    import numpy as np
+
     bkps = sorted(bkps)
     while bkps:
         edges = [0, *bkps, z.size]

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -35,6 +37,8 @@ class Ratio:
 
 
 def _clean(samples: Sequence[float]) -> np.ndarray:
+    import numpy as np
+
     values = np.asarray([s for s in samples if s is not None], dtype=float)
     return values[np.isfinite(values)]
 
@@ -48,6 +52,8 @@ def ratio_interval(
     seed: int = 0,
 ) -> Ratio:
     """The ratio of medians current/baseline and its percentile-bootstrap interval."""
+    import numpy as np
+
     a, b = _clean(baseline), _clean(current)
     if a.size == 0 or b.size == 0:
         return Ratio(None, None, None, int(a.size), int(b.size))

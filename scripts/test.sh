@@ -1,9 +1,23 @@
 #!/usr/bin/env bash
-# The whole suite. pytest's exit 5 ("no tests collected") is a failure here:
-# a suite that silently runs nothing must never look green.
+# The test tiers (docs/development.md). pytest's exit 5 ("no tests collected") is a
+# failure here: a suite that silently runs nothing must never look green.
+#
+#   scripts/test.sh            everything (make test)
+#   scripts/test.sh --fast     the in-process tier (make test-fast): no subprocess, no
+#                              server, no container, no browser; the test databases are
+#                              kept between runs (--reuse-db), one per xdist worker
+# Other arguments go to pytest as they are.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-.venv/bin/python -m pytest "$@"
+args=()
+if [ "${1:-}" = "--fast" ]; then
+    shift
+    fast=$(.venv/bin/python -c 'from tests.tiers import FAST_EXPRESSION; print(FAST_EXPRESSION)')
+    # Its own kept databases: a whole-suite run (which drops what it made) never takes them.
+    export ROCPATH_TEST_DB="${ROCPATH_TEST_DB:-test_rocpath_fast_$(pwd | sha256sum | cut -c1-8)}"
+    args=(-m "$fast" --reuse-db -n "${ROCPATH_TEST_WORKERS:-auto}" -p no:cacheprovider)
+fi
+.venv/bin/python -m pytest "${args[@]}" "$@"
 code=$?
 if [ "$code" -eq 5 ]; then
     echo "pytest collected no tests: failing on purpose" >&2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import stat
 import tarfile
@@ -12,14 +13,16 @@ KERNEL = b"__global__ void k(float* x) { x[threadIdx.x] = 0; }\n"
 
 def tar_bytes(members: list[tuple[tarfile.TarInfo, bytes | None]], fmt=tarfile.PAX_FORMAT) -> bytes:
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", format=fmt) as archive:
+    with tarfile.open(fileobj=buffer, mode="w", format=fmt) as archive:
         for info, data in members:
             if data is not None:
                 info.size = len(data)
                 archive.addfile(info, io.BytesIO(data))
             else:
                 archive.addfile(info)
-    return buffer.getvalue()
+    # mtime=0: the same bytes every time, so parametrized ids built from them agree
+    # between pytest-xdist's workers (a gzip header's time would differ by the second)
+    return gzip.compress(buffer.getvalue(), mtime=0)
 
 
 def tar_entry(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tarfile.TarInfo:

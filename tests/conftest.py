@@ -3,12 +3,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from teams.choices import Role
 from tests.factories import add_member, make_team, make_user
 
-pytest_plugins = ["tests.workers", "tests.slurmcluster"]
+pytest_plugins = ["tests.tiers", "tests.workers", "tests.slurmcluster"]
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +34,15 @@ def user(team: Any) -> Any:
 def api(user: Any) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def member_client(user: Any) -> Client:
+    """A Django test client signed in as a member of the team: the pages as its user sees
+    them, without a browser (tests/browser's ``chromium`` and ``page`` are the real one)."""
+    client = Client()
+    client.force_login(user)
     return client
 
 

@@ -13,7 +13,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def chromium() -> Iterator[object]:
+    """Debian's headless Chromium, one per module (its start is most of a browser test's set-up)."""
     if not os.path.exists(CHROMIUM):
         pytest.fail("Debian's chromium is not installed (.ci/run installs it)")
     from playwright.sync_api import sync_playwright
@@ -39,9 +40,9 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser, live_server, worker, settings, tmp_path):  # the worker runs the jobs
+def page(chromium, live_server, worker, settings, tmp_path):  # the worker runs the jobs
     settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
-    context = browser.new_context(base_url=live_server.url)
+    context = chromium.new_context(base_url=live_server.url)
     page = context.new_page()
     yield page
     page.screenshot(path=str(tmp_path / "last.png"))

@@ -66,6 +66,7 @@ def start(processes: list) -> None:
         process.start()
 
 
+@pytest.mark.process
 def test_a_message_file_is_never_seen_before_it_is_whole(tmp_path):
     broker = tmp_path / "broker"
     filesystem_options(broker)
@@ -96,6 +97,7 @@ def test_a_message_file_is_never_seen_before_it_is_whole(tmp_path):
     assert partial == [], f"{len(partial)} message files read before they were written"
 
 
+@pytest.mark.process
 def test_readers_and_writers_in_many_processes_deliver_every_message_once(tmp_path):
     broker = tmp_path / "broker"
     go, stop, out = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue()
@@ -126,6 +128,7 @@ def bind(broker: Path, name: str, go) -> None:
         Queue(name, Exchange("shared", type="direct"), routing_key=name)(connection).declare()
 
 
+@pytest.mark.process
 def test_queues_bound_at_once_from_many_processes_all_stay_bound(tmp_path):
     broker = tmp_path / "broker"
     for attempt in range(5):  # a fresh exchange file each time: its creation is the race

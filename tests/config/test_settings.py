@@ -127,6 +127,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.process
 def test_check_deploy_is_clean_under_production_settings(tmp_path):
     env = _clean_env(
         DJANGO_SETTINGS_MODULE="config.settings.production",
@@ -138,6 +139,7 @@ def test_check_deploy_is_clean_under_production_settings(tmp_path):
     assert result.returncode == 0, result.stderr + result.stdout
 
 
+@pytest.mark.process
 def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     env = _clean_env(
         DJANGO_SETTINGS_MODULE="config.settings.production", ROCPATH_VAR_DIR=str(tmp_path)
@@ -146,12 +148,14 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     assert result.returncode != 0 and "SECRET_KEY" in result.stderr
 
 
+@pytest.mark.process
 def test_a_bad_database_url_stops_start_up_with_its_name(tmp_path):
     env = _clean_env(DATABASE_URL="nosuchdb://x", ROCPATH_VAR_DIR=str(tmp_path))
     result = manage(env, "check")
     assert result.returncode != 0 and "DATABASE_URL" in result.stderr
 
 
+@pytest.mark.process
 def test_a_kind_image_without_an_image_stops_start_up_with_its_name(tmp_path):
     env = _clean_env(
         DJANGO_SETTINGS_MODULE="config.settings.base",
@@ -162,6 +166,7 @@ def test_a_kind_image_without_an_image_stops_start_up_with_its_name(tmp_path):
     assert result.returncode != 0 and "ROCPATH_KIND_IMAGES: 'probe'" in result.stderr
 
 
+@pytest.mark.process
 def test_development_generates_a_secret_key_once_and_keeps_it(tmp_path):
     env = _clean_env(DJANGO_SETTINGS_MODULE="config.settings.base", ROCPATH_VAR_DIR=str(tmp_path))
     code = "from django.conf import settings; print(settings.SECRET_KEY)"
@@ -171,6 +176,7 @@ def test_development_generates_a_secret_key_once_and_keeps_it(tmp_path):
     assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
 
 
+@pytest.mark.process
 def test_migrations_match_the_models():
     env = _clean_env(DJANGO_SETTINGS_MODULE="config.settings.test")
     result = manage(env, "makemigrations", "--check", "--dry-run")

@@ -19,7 +19,7 @@ from jobs.executors import docker as docker_executor
 from jobs.executors.base import JobSpec
 from jobs.executors.gpu_profiles import NO_GPU
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.containers, pytest.mark.django_db]
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from jobs.executors.docker import LABEL_JOB
 from tests.waits import JOB_S, LONG_JOB_S, STOP_S
 from tests.workers import TERMINAL, submit_long_job, wait_for_status, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.containers, pytest.mark.integration, pytest.mark.slow]
 
 
 def submit(api, kind: str, params: dict | None = None, **extra) -> int:

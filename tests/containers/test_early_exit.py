@@ -20,7 +20,7 @@ from tests.factories import make_job
 from tests.hooks import Recorder
 from tests.waits import JOB_S
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.containers, pytest.mark.django_db]
 
 
 @pytest.mark.parametrize("run", range(5))

@@ -8,7 +8,7 @@ import pytest
 
 from jobs.models import Worker as WorkerRow
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.containers, pytest.mark.integration, pytest.mark.slow]
 
 
 def test_a_docker_worker_announces_its_engines_images_and_its_container_caps(

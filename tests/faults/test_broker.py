@@ -21,7 +21,7 @@ from tests.faults.conftest import start_worker
 from tests.waits import JOB_S, START_S
 from tests.workers import TERMINAL, wait_for_status, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
 
 
 def _noop(user, team, seconds: float = 0) -> int:

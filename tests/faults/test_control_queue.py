@@ -17,7 +17,7 @@ from jobs.models import Job
 from tests.faults.conftest import start_worker
 from tests.workers import CELERY, ROOT, TERMINAL, wait_for_status, worker_env
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
 
 
 def test_a_dead_job_is_reaped_within_an_interval_while_every_job_slot_is_busy(

@@ -16,7 +16,7 @@ from jobs.models import Job
 from tests.waits import JOB_S
 from tests.workers import TERMINAL, wait_for_status, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
 
 
 def _terminate_other_backends() -> int:

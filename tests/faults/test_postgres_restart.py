@@ -24,7 +24,7 @@ from tests.faults.servers import PostgresCluster, RedisServer, free_port, port_a
 from tests.waits import JOB_S, START_S
 from tests.workers import ROOT, Worker, group_alive, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
 
 GUNICORN = str(Path(sys.executable).with_name("gunicorn"))
 WEB_WORKERS, WEB_THREADS = 2, 2

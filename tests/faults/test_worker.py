@@ -18,7 +18,7 @@ from tests.faults.conftest import start_worker
 from tests.waits import JOB_S
 from tests.workers import TERMINAL, group_alive, runner_group, wait_for_status, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
 
 
 def _children(pid: int) -> list[int]:

@@ -21,6 +21,7 @@ def _queued(team, kind="noop", params=None, **fields) -> Job:
     return job
 
 
+@pytest.mark.process
 def test_a_noop_job_runs_to_succeeded_with_its_measurement_and_events(team):
     job = _queued(team, params={"steps": 4, "seconds": 0.2, "write_bytes": 10})
     assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED
@@ -32,6 +33,7 @@ def test_a_noop_job_runs_to_succeeded_with_its_measurement_and_events(team):
     assert job.artifacts.get().size == 10
 
 
+@pytest.mark.process
 def test_a_runner_that_reports_failure_ends_failed_not_errored(team):
     job = _queued(team, params={"exit_status": "failed"})
     services.execute_job(job.pk, worker="w@h")
@@ -39,6 +41,7 @@ def test_a_runner_that_reports_failure_ends_failed_not_errored(team):
     assert job.status == JobStatus.FAILED and job.exit_code == 1
 
 
+@pytest.mark.process
 def test_a_runner_that_could_not_run_its_tool_ends_errored(team):
     job = _queued(team, params={"exit_status": "errored"})
     services.execute_job(job.pk, worker="w@h")
@@ -46,6 +49,7 @@ def test_a_runner_that_could_not_run_its_tool_ends_errored(team):
     assert job.status == JobStatus.ERRORED and job.exit_code == 3
 
 
+@pytest.mark.process
 def test_a_probe_job_stores_the_hosts_inventory_as_an_environment(team):
     job = _queued(team, kind="probe")
     assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED
@@ -60,6 +64,7 @@ def test_a_probe_job_stores_the_hosts_inventory_as_an_environment(team):
     assert again.environment_id == env.pk and Environment.objects.count() == 1
 
 
+@pytest.mark.process
 def test_a_job_claimed_already_is_never_run_twice(team):
     job = _queued(team)
     assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED
@@ -68,6 +73,7 @@ def test_a_job_claimed_already_is_never_run_twice(team):
     assert job.attempt == 1 and job.worker == "w@h"
 
 
+@pytest.mark.process
 def test_a_message_the_dispatcher_replaced_never_claims_the_job_and_its_successor_runs_it(team):
     """Sent again under task-y (the first message was thought lost), the job must not be
     claimed by task-x turning up late: a database retry of task-x would then find the row

@@ -61,6 +61,7 @@ def re_escape(text: str) -> str:
     return re.escape(text)
 
 
+@pytest.mark.process
 def test_a_worker_with_a_malformed_inventory_does_not_start(transactional_db, settings, tmp_path):
     env = worker_env(settings, ROCPATH_WORKER_INVENTORY='{"gpus": [{"vendor": "intel"}]}')
     result = subprocess.run(
@@ -160,6 +161,7 @@ def test_a_worker_of_the_control_queue_alone_announces_no_capability(db, setting
     assert row.executor == "local"
 
 
+@pytest.mark.slow
 def test_a_beat_that_cannot_reach_the_database_is_logged_and_the_next_one_beats(
     settings, monkeypatch, caplog
 ):

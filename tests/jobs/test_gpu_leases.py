@@ -221,6 +221,7 @@ def test_a_gpu_job_canceled_while_it_waits_ends_canceled_and_holds_nothing(team,
     assert not GpuLease.objects.filter(job=job).exists()
 
 
+@pytest.mark.process
 def test_a_gpu_job_runs_on_its_leased_gpu_and_gives_it_back(team, monkeypatch):
     holder = _running(team)
     leases.try_lease(holder, request_for({"gpu_indices": [0]}, TWO_H200, None), leases.host())

@@ -34,6 +34,7 @@ def _spec(tmp_path: Path, kind: str, params: dict, timeout_s: int = 30) -> JobSp
     return spec
 
 
+@pytest.mark.process
 def test_a_quick_job_streams_its_progress_and_exits_zero(tmp_path):
     recorder = Recorder()
     outcome = LocalExecutor().run(_spec(tmp_path, "noop", {"steps": 3, "seconds": 0.3}), recorder)
@@ -43,6 +44,7 @@ def test_a_quick_job_streams_its_progress_and_exits_zero(tmp_path):
     assert (tmp_path / "out" / "result.json").exists()
 
 
+@pytest.mark.process
 def test_the_runner_starts_the_way_the_settings_say(tmp_path, runner_mode):
     recorder = Recorder()
     LocalExecutor().run(_spec(tmp_path, "noop", {}), recorder)
@@ -56,6 +58,7 @@ def test_the_runner_starts_the_way_the_settings_say(tmp_path, runner_mode):
     assert expected[runner_mode] in started, started
 
 
+@pytest.mark.process
 def test_the_runners_stderr_becomes_log_lines_and_a_tail(tmp_path):
     recorder = Recorder()
     outcome = LocalExecutor().run(_spec(tmp_path, "no-such-kind", {}), recorder)
@@ -64,6 +67,7 @@ def test_the_runners_stderr_becomes_log_lines_and_a_tail(tmp_path):
     assert outcome.stderr_tail
 
 
+@pytest.mark.process
 def test_a_job_past_its_timeout_is_killed_with_its_whole_group(tmp_path):
     recorder = Recorder()
     started = time.monotonic()
@@ -95,6 +99,7 @@ def _wait_for(path: Path) -> int:
 
 
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
+@pytest.mark.process
 def test_cancel_and_timeout_kill_the_whole_process_group(tmp_path, settings, how):
     settings.ROCPATH_LOCAL_ZYGOTE = False  # the fake runner is a shell script, not a python
     settings.ROCPATH_LOCAL_SANDBOX = "off"  # it writes its pids into the job folder
@@ -113,6 +118,7 @@ def test_cancel_and_timeout_kill_the_whole_process_group(tmp_path, settings, how
         assert not alive(pid), f"{name} {pid} survived"
 
 
+@pytest.mark.process
 def test_a_canceled_runner_is_gone_afterwards(tmp_path):
     recorder = Recorder(cancel_after=0.5)
     outcome = LocalExecutor().run(_spec(tmp_path, "noop", {"seconds": 60, "steps": 60}), recorder)
@@ -123,6 +129,7 @@ def test_a_canceled_runner_is_gone_afterwards(tmp_path):
     assert not alive(outcome.pid)
 
 
+@pytest.mark.process
 def test_a_runner_that_cannot_start_is_an_executor_error(tmp_path, settings):
     settings.ROCPATH_LOCAL_ZYGOTE = False
     settings.ROCPATH_STACK_PYTHON = str(tmp_path / "no-python-here")
@@ -143,6 +150,7 @@ def test_executors_are_found_by_name_and_unknown_names_refused():
         get_executor("kubernetes-someday")
 
 
+@pytest.mark.process
 def test_a_job_asking_for_a_memory_limit_is_held_to_it(tmp_path):
     spec = JobSpec(
         job_id=1,

@@ -24,6 +24,8 @@ from tests.factories import make_job
 from tests.waits import START_S
 from tests.workers import CELERY, ROOT, wait_until, worker_env
 
+pytestmark = pytest.mark.process
+
 MIB = 2**20
 
 

@@ -107,6 +107,7 @@ def test_a_job_is_refused_a_stale_file_or_another_teams_and_told_why(team, user)
     assert foreign.value.errors["tuned_file"] == ["This tuned file belongs to another team."]
 
 
+@pytest.mark.process
 def test_a_job_run_with_a_file_gets_it_as_input_and_the_container_says_it_did_not_apply(team, user):
     tuned = register_from_job(tuned_job(team))
     job = submit_job(user=user, kind=NOOP.name, team=team, tuned_file=tuned, params={"steps": 1})

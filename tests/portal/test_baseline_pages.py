@@ -15,21 +15,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
 def scope(team):
     return make_project(team), environment("box-1")
 
 
-def test_the_pin_button_makes_the_job_the_baseline(browser, team, scope):
+def test_the_pin_button_makes_the_job_the_baseline(member_client, team, scope):
     job = sampled_job(team, *scope)
-    assert 'id="pin-baseline"' in browser.get(f"/jobs/{job.pk}/").content.decode()
-    response = browser.post(f"/jobs/{job.pk}/baseline/", follow=True)
+    assert 'id="pin-baseline"' in member_client.get(f"/jobs/{job.pk}/").content.decode()
+    response = member_client.post(f"/jobs/{job.pk}/baseline/", follow=True)
     assert Baseline.objects.get().job == job
     assert "is now the baseline of gemm" in response.content.decode()
 
@@ -44,37 +37,37 @@ def test_a_viewer_cannot_pin_a_baseline(team, scope):
     assert not Baseline.objects.exists()
 
 
-def test_a_job_without_a_project_says_why_it_cannot_be_pinned(browser, team, scope):
+def test_a_job_without_a_project_says_why_it_cannot_be_pinned(member_client, team, scope):
     job = sampled_job(team, None, scope[1])
-    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{job.pk}/").content.decode()
     assert "A baseline needs a project" in html and 'id="pin-baseline"' not in html
-    browser.post(f"/jobs/{job.pk}/baseline/")
+    member_client.post(f"/jobs/{job.pk}/baseline/")
     assert not Baseline.objects.exists()
 
 
-def test_the_job_page_shows_each_verdict_with_its_numbers(browser, team, scope):
+def test_the_job_page_shows_each_verdict_with_its_numbers(member_client, team, scope):
     base = sampled_job(team, *scope, seed=1)
     services.pin_baseline(base)
     slow = sampled_job(team, *scope, level=85.0, seed=2)
     services.compare_job(slow.pk)
-    html = browser.get(f"/jobs/{slow.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{slow.pk}/").content.decode()
     assert '<span class="verdict verdict-regressed">2 regressed</span>' in html
     ratio = Verdict.objects.filter(job=slow).first().ratio
     assert f"{ratio:.3f}" in html
     assert f'href="/jobs/{base.pk}/"' in html
 
 
-def test_unpinning_removes_the_baseline(browser, team, scope):
+def test_unpinning_removes_the_baseline(member_client, team, scope):
     [baseline] = services.pin_baseline(sampled_job(team, *scope))
-    browser.post(f"/baselines/{baseline.pk}/unpin/")
+    member_client.post(f"/baselines/{baseline.pk}/unpin/")
     assert not Baseline.objects.exists()
 
 
-def test_the_dashboard_lists_open_regressions_until_acknowledged(browser, team, scope):
+def test_the_dashboard_lists_open_regressions_until_acknowledged(member_client, team, scope):
     services.pin_baseline(sampled_job(team, *scope, seed=1))
     slow = sampled_job(team, *scope, level=85.0, seed=2)
     services.compare_job(slow.pk)
-    html = browser.get("/").content.decode()
+    html = member_client.get("/").content.decode()
     assert 'id="open-regressions"' in html and f'href="/jobs/{slow.pk}/#baseline"' in html
-    browser.post(f"/jobs/{slow.pk}/regressions/acknowledge/", {"next": "dashboard"})
-    assert 'id="open-regressions"' not in browser.get("/").content.decode()
+    member_client.post(f"/jobs/{slow.pk}/regressions/acknowledge/", {"next": "dashboard"})
+    assert 'id="open-regressions"' not in member_client.get("/").content.decode()

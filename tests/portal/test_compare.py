@@ -22,13 +22,6 @@ FASTER = [12.0, 12.1, 11.9, 12.2, 11.8]
 
 
 @pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
 def two_jobs(team):
     a = make_job(team, status=JobStatus.SUCCEEDED, environment=make_environment())
     b = make_job(team, status=JobStatus.SUCCEEDED, environment=make_environment("MI300X", "amd"))
@@ -44,9 +37,9 @@ def section(page: str, name: str) -> str:
     return re.search(rf'<section class="card" id="{name}">.*?</section>', page, re.S).group(0)
 
 
-def test_the_page_shows_the_aligned_table_and_flags_the_other_gpu(browser, two_jobs):
+def test_the_page_shows_the_aligned_table_and_flags_the_other_gpu(member_client, two_jobs):
     a, b = two_jobs
-    page = browser.get(f"/compare/?jobs={a.pk},{b.pk}").content.decode()
+    page = member_client.get(f"/compare/?jobs={a.pk},{b.pk}").content.decode()
 
     table = section(page, "comparison")
     assert table.count("<tr data-case=") == 3
@@ -55,18 +48,18 @@ def test_the_page_shows_the_aligned_table_and_flags_the_other_gpu(browser, two_j
     assert "GPU model: MI300X vs H200" in columns and "GPU vendor: amd vs nvidia" in columns
 
 
-def test_each_unit_gets_its_own_chart(browser, two_jobs):
+def test_each_unit_gets_its_own_chart(member_client, two_jobs):
     a, b = two_jobs
-    page = browser.get(f"/compare/?jobs={a.pk},{b.pk}").content.decode()
+    page = member_client.get(f"/compare/?jobs={a.pk},{b.pk}").content.decode()
     charts = re.findall(r'<div class="chart card">(.*?)</div>', page, re.S)
     assert len(charts) == 2 and all("gemm · throughput" in c for c in charts)
     axes = [c for c in charts if ">TOPS<" in c], [c for c in charts if ">TFLOP/s<" in c]
     assert all(len(found) == 1 for found in axes)  # never both on one axis
 
 
-def test_the_permalink_reproduces_the_table(browser, two_jobs):
+def test_the_permalink_reproduces_the_table(member_client, two_jobs):
     a, b = two_jobs
-    first = browser.get(f"/compare/?jobs={b.pk}&jobs={a.pk}&seed=3").content.decode()
+    first = member_client.get(f"/compare/?jobs={b.pk}&jobs={a.pk}&seed=3").content.decode()
     permalink = html.unescape(re.search(r'id="permalink" href="([^"]+)"', first).group(1))
     assert permalink == f"/compare/?jobs={b.pk}%2C{a.pk}&seed=3"
 
@@ -77,9 +70,9 @@ def test_the_permalink_reproduces_the_table(browser, two_jobs):
     )
 
 
-def test_the_csv_download_parses_into_one_line_per_case_and_job(browser, two_jobs):
+def test_the_csv_download_parses_into_one_line_per_case_and_job(member_client, two_jobs):
     a, b = two_jobs
-    response = browser.get(f"/compare/?jobs={a.pk},{b.pk}&format=csv")
+    response = member_client.get(f"/compare/?jobs={a.pk},{b.pk}&format=csv")
     assert response["Content-Type"].startswith("text/csv")
     assert 'filename="comparison.csv"' in response["Content-Disposition"]
 
@@ -93,33 +86,33 @@ def test_the_csv_download_parses_into_one_line_per_case_and_job(browser, two_job
     assert {line["baseline_job"] for line in lines} == {str(a.pk)}
 
 
-def test_the_json_download_is_the_api_answer(browser, api, two_jobs):
+def test_the_json_download_is_the_api_answer(member_client, api, two_jobs):
     a, b = two_jobs
     query = f"jobs={a.pk},{b.pk}"
-    download = browser.get(f"/compare/?{query}&format=json").json()
+    download = member_client.get(f"/compare/?{query}&format=json").json()
     assert download == api.get(f"/api/v1/compare/?{query}").json()
     assert len(download["rows"]) == 3
 
 
-def test_another_teams_job_cannot_be_compared(browser, two_jobs):
+def test_another_teams_job_cannot_be_compared(member_client, two_jobs):
     theirs = make_job(make_team("Other"), status=JobStatus.SUCCEEDED)
     make_sampled_measurement(theirs, 99.0, BASE, m=1024, precision="fp16")
 
-    response = browser.get(f"/compare/?jobs={two_jobs[0].pk},{theirs.pk}")
+    response = member_client.get(f"/compare/?jobs={two_jobs[0].pk},{theirs.pk}")
     assert response.status_code == 400
     assert f"no such job: {theirs.pk}" in response.content.decode()
-    export = browser.get(f"/compare/?jobs={theirs.pk}&format=csv")
+    export = member_client.get(f"/compare/?jobs={theirs.pk}&format=csv")
     assert export.status_code == 400 and "99.0" not in export.content.decode()
-    unfiltered = browser.get("/compare/").content.decode()
+    unfiltered = member_client.get("/compare/").content.decode()
     assert f'data-column="{theirs.pk}"' not in unfiltered
 
 
-def test_the_page_takes_as_many_queries_for_200_cases_as_for_3(browser, two_jobs):
+def test_the_page_takes_as_many_queries_for_200_cases_as_for_3(member_client, two_jobs):
     a, b = two_jobs
 
     def count() -> int:
         with CaptureQueriesContext(connection) as queries:
-            assert browser.get(f"/compare/?jobs={a.pk},{b.pk}").status_code == 200
+            assert member_client.get(f"/compare/?jobs={a.pk},{b.pk}").status_code == 200
         return len(queries)
 
     few = count()
@@ -129,33 +122,33 @@ def test_the_page_takes_as_many_queries_for_200_cases_as_for_3(browser, two_jobs
     assert count() == few
 
 
-def test_the_dashboard_offers_to_compare_ticked_jobs(browser, two_jobs):
-    page = browser.get("/").content.decode()
+def test_the_dashboard_offers_to_compare_ticked_jobs(member_client, two_jobs):
+    page = member_client.get("/").content.decode()
     assert 'id="compare-form"' in page and 'action="/compare/"' in page
     for job in two_jobs:
         assert f'name="jobs" value="{job.pk}" form="compare-form"' in page
 
 
-def test_the_history_page_draws_the_runs_and_marks_the_change_point(browser, team):
+def test_the_history_page_draws_the_runs_and_marks_the_change_point(member_client, team):
     env = make_environment()
     noise = [0.2, -0.1, 0.15, -0.2, 0.05, 0.1, -0.15, 0.0, 0.1, -0.05]
     for value in [100 + n for n in noise * 2] + [80 + n for n in noise * 2]:
         job = make_job(team, status=JobStatus.SUCCEEDED, environment=env)
         make_sampled_measurement(job, value, [value], m=64)
     params = {"benchmark": "gemm", "metric": "throughput", "case": '{"m": 64}'}
-    response = browser.get("/history/", {**params, "fingerprint": env.fingerprint})
+    response = member_client.get("/history/", {**params, "fingerprint": env.fingerprint})
 
     page = response.content.decode()
     assert response.status_code == 200
     assert 'id="history-chart"' in page and "change point" in page and ">TFLOP/s<" in page
     assert "1 change point" in section(page, "segments")
     exported = list(csv.DictReader(io.StringIO(
-        browser.get("/history/", {**params, "fingerprint": env.fingerprint, "format": "csv"})
+        member_client.get("/history/", {**params, "fingerprint": env.fingerprint, "format": "csv"})
         .content.decode()
     )))  # fmt: skip
     assert len(exported) == 40 and [line["change_point"] for line in exported].count("1") == 1
 
 
-def test_a_bad_history_query_is_a_400_naming_the_field(browser):
-    response = browser.get("/history/?benchmark=gemm&metric=t&fingerprint=nope")
+def test_a_bad_history_query_is_a_400_naming_the_field(member_client):
+    response = member_client.get("/history/?benchmark=gemm&metric=t&fingerprint=nope")
     assert response.status_code == 400 and "fingerprint:" in response.content.decode()

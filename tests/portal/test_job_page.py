@@ -6,7 +6,6 @@ import csv
 import io
 import json
 
-import pytest
 from django.core.cache import cache
 from django.db import connection
 from django.test import Client
@@ -19,13 +18,6 @@ from portal.measurements import PER_PAGE
 from portal.views import SUMMARY_INLINE_BYTES
 from stack.kinds.blas_bench import KIND
 from tests.factories import add_member, make_job, make_team, make_user
-
-
-@pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def _sweep(job, cases: int) -> None:
@@ -69,35 +61,37 @@ def _bench_job(team, cases: int = 3, **fields):
     return job
 
 
-def test_the_measurement_table_shows_a_page_of_rows_folded_and_pages_on(browser, team):
+def test_the_measurement_table_shows_a_page_of_rows_folded_and_pages_on(member_client, team):
     job = _bench_job(team, cases=60)  # 121 measurements: three pages
-    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{job.pk}/").content.decode()
     assert html.count('<td class="num">5</td>') == PER_PAGE  # the samples, counted
     assert "Rows 1\u201350 of 121" in html and "page 1 of 3" in html
     assert "<details>\n    <summary>Rows 1\u201350" in html  # folded until one pages through it
-    last = browser.get(f"/jobs/{job.pk}/?page=3").content.decode()
+    last = member_client.get(f"/jobs/{job.pk}/?page=3").content.decode()
     assert "Rows 101\u2013121 of 121" in last and "<details open>" in last
     assert "array_mib=64" in last and "array_mib=64" not in html
 
 
-def test_a_small_summary_is_folded_on_the_page_and_a_large_one_is_a_download(browser, team):
+def test_a_small_summary_is_folded_on_the_page_and_a_large_one_is_a_download(member_client, team):
     small = _bench_job(team, summary={"note": "hello"})
-    html = browser.get(f"/jobs/{small.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{small.pk}/").content.decode()
     assert '<section class="card" id="summary">' in html
     assert "<details>\n    <summary>The raw summary JSON" in html and "&quot;hello&quot;" in html
     large = _bench_job(team, summary={"tables": {"gemm": ["x" * 100] * SUMMARY_INLINE_BYTES}})
-    html = browser.get(f"/jobs/{large.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{large.pk}/").content.decode()
     assert "Too large to show here" in html and "xxxxxxxxxx" not in html
-    response = browser.get(f"/jobs/{large.pk}/summary.json")
+    response = member_client.get(f"/jobs/{large.pk}/summary.json")
     assert response.status_code == 200 and "attachment" in response["Content-Disposition"]
     assert json.loads(response.content)["tables"]["gemm"][0] == "x" * 100
     bare = _bench_job(team)
-    assert 'id="summary"' not in browser.get(f"/jobs/{bare.pk}/").content.decode()
+    assert 'id="summary"' not in member_client.get(f"/jobs/{bare.pk}/").content.decode()
 
 
-def test_the_csv_download_holds_every_measurement_with_a_column_per_case_parameter(browser, team):
+def test_the_csv_download_holds_every_measurement_with_a_column_per_case_parameter(
+    member_client, team
+):
     job = _bench_job(team, cases=60)
-    response = browser.get(f"/jobs/{job.pk}/measurements.csv")
+    response = member_client.get(f"/jobs/{job.pk}/measurements.csv")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     assert f"job-{job.pk}-measurements.csv" in response["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
@@ -114,9 +108,9 @@ def test_the_csv_download_holds_every_measurement_with_a_column_per_case_paramet
     assert float(rows[-1]["value"]) == 20.0
 
 
-def test_the_json_download_holds_every_measurement_with_its_samples(browser, team):
+def test_the_json_download_holds_every_measurement_with_its_samples(member_client, team):
     job = _bench_job(team, cases=60)
-    response = browser.get(f"/jobs/{job.pk}/measurements.json")
+    response = member_client.get(f"/jobs/{job.pk}/measurements.json")
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     data = json.loads(b"".join(response.streaming_content))
     assert data["job"] == job.pk and len(data["measurements"]) == 121
@@ -142,28 +136,30 @@ def _queries(client: Client, url: str) -> int:
     return len(queries)
 
 
-def test_the_pages_queries_do_not_grow_with_its_measurements(browser, team):
+def test_the_pages_queries_do_not_grow_with_its_measurements(member_client, team):
     few, many = _bench_job(team, cases=2), _bench_job(team, cases=300)
     assert many.measurements.count() == 601
-    browser.get(f"/jobs/{few.pk}/")  # sessions and templates warmed alike
-    assert _queries(browser, f"/jobs/{few.pk}/") == _queries(browser, f"/jobs/{many.pk}/")
+    member_client.get(f"/jobs/{few.pk}/")  # sessions and templates warmed alike
+    assert _queries(member_client, f"/jobs/{few.pk}/") == _queries(
+        member_client, f"/jobs/{many.pk}/"
+    )
 
 
-def test_an_ended_jobs_charts_are_drawn_once_and_served_from_the_cache(browser, team):
+def test_an_ended_jobs_charts_are_drawn_once_and_served_from_the_cache(member_client, team):
     job = _bench_job(team, cases=3)
     cache.clear()
-    first = browser.get(f"/jobs/{job.pk}/").content.decode()
+    first = member_client.get(f"/jobs/{job.pk}/").content.decode()
     Measurement.objects.filter(job=job).delete()  # were they drawn again, they would be gone
-    again = browser.get(f"/jobs/{job.pk}/").content.decode()
+    again = member_client.get(f"/jobs/{job.pk}/").content.decode()
     assert first.count("<svg") == again.count("<svg") >= 2
     running = make_job(team, kind=KIND.name, status=JobStatus.RUNNING)
     _sweep(running, 2)
-    browser.get(f"/jobs/{running.pk}/")
+    member_client.get(f"/jobs/{running.pk}/")
     Measurement.objects.filter(job=running).delete()
-    assert "<svg" not in browser.get(f"/jobs/{running.pk}/").content.decode()
+    assert "<svg" not in member_client.get(f"/jobs/{running.pk}/").content.decode()
 
 
-def test_a_claim_on_flagged_cases_says_too_noisy_to_conclude(browser, team):
+def test_a_claim_on_flagged_cases_says_too_noisy_to_conclude(member_client, team):
     """A summary stored before the noise check: the page judges it from the GEMM table."""
     summary = {
         "claims": [
@@ -230,7 +226,7 @@ def test_a_claim_on_flagged_cases_says_too_noisy_to_conclude(browser, team):
         "flags": {"high_cv": ["torch gemm bf16 8192x8192x8192 NN: CV 6.69 %"]},
     }
     job = make_job(team, kind=KIND.name, status=JobStatus.SUCCEEDED, summary=summary)
-    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{job.pk}/").content.decode()
     claims = html[html.index('id="claims"') : html.index('id="caveats"')]
     bf16, int8 = (row.split("</tr>")[0] for row in claims.split("<tr><td>")[1:3])
     assert "too noisy to conclude" in bf16 and "BF16 8192 NN: CV 6.69 %" in bf16

@@ -10,13 +10,6 @@ from teams.choices import Role
 from tests.factories import add_member, make_job, make_project, make_team, make_user
 
 
-@pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_pages_need_a_signed_in_user(db):
     response = Client().get("/")
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
@@ -31,28 +24,28 @@ def test_signing_in_with_a_password_leads_to_the_dashboard(user):
     assert response.wsgi_request.user == user
 
 
-def test_the_dashboard_lists_only_the_users_teams_jobs(browser, team):
+def test_the_dashboard_lists_only_the_users_teams_jobs(member_client, team):
     ours = make_job(team, kind="probe")
     theirs = make_job(make_team(), kind="secret-kind")
-    html = browser.get("/").content.decode()
+    html = member_client.get("/").content.decode()
     assert f'data-job="{ours.pk}"' in html and f'data-job="{theirs.pk}"' not in html
 
 
-def test_the_dashboard_polls_only_while_a_job_is_active(browser, team):
+def test_the_dashboard_polls_only_while_a_job_is_active(member_client, team):
     make_job(team, status=JobStatus.SUCCEEDED)
-    assert b"every 2s" not in browser.get("/").content
+    assert b"every 2s" not in member_client.get("/").content
     make_job(team, status=JobStatus.RUNNING)
-    assert b"every 2s" in browser.get("/").content
+    assert b"every 2s" in member_client.get("/").content
 
 
-def test_the_dashboard_fragment_is_served_to_htmx(browser, team):
+def test_the_dashboard_fragment_is_served_to_htmx(member_client, team):
     make_job(team, status=JobStatus.RUNNING)
-    response = browser.get("/", HTTP_HX_REQUEST="true")
+    response = member_client.get("/", HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert html.lstrip().startswith("<tbody") and "<html" not in html
 
 
-def test_the_job_page_shows_log_summary_artifacts_and_environment(browser, team):
+def test_the_job_page_shows_log_summary_artifacts_and_environment(member_client, team):
     env = services.record_environment(
         {
             "host": {"hostname": "gpu-node-7", "cpu_model": "AMD EPYC 9654", "cpu_cores": 192},
@@ -78,7 +71,7 @@ def test_the_job_page_shows_log_summary_artifacts_and_environment(browser, team)
     out.mkdir(parents=True)
     (out / "probe.txt").write_text("raw")
     artifact = Artifact.objects.create(job=job, path="probe.txt", size=3, sha256="a" * 64)
-    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{job.pk}/").content.decode()
     for text in (
         "gpu-node-7",
         "AMD Instinct MI300X",
@@ -90,38 +83,38 @@ def test_the_job_page_shows_log_summary_artifacts_and_environment(browser, team)
     ):
         assert text in html
     assert "hx-trigger" not in html  # finished: nothing polls
-    download = browser.get(f"/jobs/{job.pk}/artifacts/{artifact.pk}/")
+    download = member_client.get(f"/jobs/{job.pk}/artifacts/{artifact.pk}/")
     assert b"".join(download.streaming_content) == b"raw"
 
 
-def test_a_running_jobs_page_polls_its_log_after_the_last_event(browser, team):
+def test_a_running_jobs_page_polls_its_log_after_the_last_event(member_client, team):
     job = make_job(team, status=JobStatus.RUNNING)
     event = JobEvent.objects.create(job=job, kind="log", message="first")
-    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{job.pk}/").content.decode()
     assert f"/jobs/{job.pk}/log/?after={event.id}" in html and "every 1s" in html
     JobEvent.objects.create(job=job, kind="log", message="second")
-    fragment = browser.get(f"/jobs/{job.pk}/log/", {"after": event.id}).content.decode()
+    fragment = member_client.get(f"/jobs/{job.pk}/log/", {"after": event.id}).content.decode()
     assert "second" in fragment and "first" not in fragment
 
 
-def test_the_log_fragment_asks_for_a_reload_once_the_job_has_ended(browser, team):
+def test_the_log_fragment_asks_for_a_reload_once_the_job_has_ended(member_client, team):
     job = make_job(team, status=JobStatus.SUCCEEDED)
-    response = browser.get(f"/jobs/{job.pk}/log/", {"after": 0})
+    response = member_client.get(f"/jobs/{job.pk}/log/", {"after": 0})
     assert response["HX-Refresh"] == "true"
 
 
-def test_another_teams_job_page_log_and_artifact_are_404(browser):
+def test_another_teams_job_page_log_and_artifact_are_404(member_client):
     job = make_job(make_team(), status=JobStatus.SUCCEEDED)
     artifact = Artifact.objects.create(job=job, path="x", size=1, sha256="0" * 64)
-    assert browser.get(f"/jobs/{job.pk}/").status_code == 404
-    assert browser.get(f"/jobs/{job.pk}/log/").status_code == 404
-    assert browser.get(f"/jobs/{job.pk}/artifacts/{artifact.pk}/").status_code == 404
-    assert browser.post(f"/jobs/{job.pk}/cancel/").status_code == 404
+    assert member_client.get(f"/jobs/{job.pk}/").status_code == 404
+    assert member_client.get(f"/jobs/{job.pk}/log/").status_code == 404
+    assert member_client.get(f"/jobs/{job.pk}/artifacts/{artifact.pk}/").status_code == 404
+    assert member_client.post(f"/jobs/{job.pk}/cancel/").status_code == 404
 
 
-def test_the_submit_form_creates_a_manual_job_and_opens_its_page(browser, team, no_enqueue):
+def test_the_submit_form_creates_a_manual_job_and_opens_its_page(member_client, team, no_enqueue):
     project = make_project(team)
-    response = browser.post(
+    response = member_client.post(
         "/jobs/new/",
         {"kind": "noop", "team": team.pk, "project": project.pk, "params": '{"seconds": 1}'},
     )
@@ -138,15 +131,15 @@ def test_the_submit_form_creates_a_manual_job_and_opens_its_page(browser, team, 
         ('{"seconds": -1}', "seconds"),
     ],
 )
-def test_the_submit_form_shows_errors_and_creates_nothing(browser, team, params, message):
-    response = browser.post("/jobs/new/", {"kind": "noop", "team": team.pk, "params": params})
+def test_the_submit_form_shows_errors_and_creates_nothing(member_client, team, params, message):
+    response = member_client.post("/jobs/new/", {"kind": "noop", "team": team.pk, "params": params})
     assert response.status_code == 200 and message in response.content.decode()
     assert not Job.objects.exists()
 
 
-def test_cancel_from_the_page_cancels_a_queued_job(browser, team):
+def test_cancel_from_the_page_cancels_a_queued_job(member_client, team):
     job = make_job(team, status=JobStatus.QUEUED)
-    browser.post(f"/jobs/{job.pk}/cancel/")
+    member_client.post(f"/jobs/{job.pk}/cancel/")
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELED
 
@@ -163,8 +156,8 @@ def test_a_viewer_sees_jobs_but_cannot_cancel_them(team):
     assert job.status == JobStatus.QUEUED
 
 
-def test_a_project_can_be_created_from_the_projects_page(browser, team):
-    response = browser.post(
+def test_a_project_can_be_created_from_the_projects_page(member_client, team):
+    response = member_client.post(
         "/projects/",
         {
             "team": team.pk,
@@ -176,7 +169,7 @@ def test_a_project_can_be_created_from_the_projects_page(browser, team):
     assert response.status_code == 302
     project = team.projects.get()
     assert project.target_gpus == ["MI300X", "gfx942"]
-    assert "cfd-solver" in browser.get("/projects/").content.decode()
+    assert "cfd-solver" in member_client.get("/projects/").content.decode()
 
 
 def test_every_model_has_an_admin_page(team):
@@ -189,15 +182,15 @@ def test_every_model_has_an_admin_page(team):
         assert admin.site.is_registered(model), model
 
 
-def test_a_user_makes_and_replaces_an_api_token_that_the_api_accepts(browser, user):
+def test_a_user_makes_and_replaces_an_api_token_that_the_api_accepts(member_client, user):
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
-    assert b"no API token yet" in browser.get("/account/token/").content
-    browser.post("/account/token/")
+    assert b"no API token yet" in member_client.get("/account/token/").content
+    member_client.post("/account/token/")
     first = Token.objects.get(user=user).key
-    assert first in browser.get("/account/token/").content.decode()
-    browser.post("/account/token/")
+    assert first in member_client.get("/account/token/").content.decode()
+    member_client.post("/account/token/")
     second = Token.objects.get(user=user).key
     assert second != first
     client = APIClient()
@@ -228,7 +221,8 @@ def test_admin_pages_of_every_model_render_for_staff(team):
     assert client.get(f"/admin/portal/sourcesnapshot/{snapshot.pk}/change/").status_code == 200
 
 
-def test_a_member_uploads_an_archive_from_the_project_page(browser, team):
+@pytest.mark.process
+def test_a_member_uploads_an_archive_from_the_project_page(member_client, team):
     import io
     import zipfile
 
@@ -241,17 +235,20 @@ def test_a_member_uploads_an_archive_from_the_project_page(browser, team):
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("k.cu", "__global__ void k() {}\n")
     upload = SimpleUploadedFile("code.zip", buffer.getvalue())
-    response = browser.post(f"/projects/{project.pk}/", {"archive": upload}, follow=True)
+    response = member_client.post(f"/projects/{project.pk}/", {"archive": upload}, follow=True)
     page = response.content.decode()
     assert "1 files checked; a worker is extracting them" in page and "Extracting…" in page
     assert 'hx-trigger="every 2s"' in page  # the page follows the source until it is ready
     extract_upload(project.sources.get().pk)  # what the worker does after the commit
     assert project.sources.get().status == "ready"
-    assert 'hx-trigger="every 2s"' not in browser.get(f"/projects/{project.pk}/").content.decode()
+    assert (
+        'hx-trigger="every 2s"'
+        not in member_client.get(f"/projects/{project.pk}/").content.decode()
+    )
     evil = io.BytesIO()
     with zipfile.ZipFile(evil, "w") as archive:
         archive.writestr("../evil.cu", "x")
-    response = browser.post(
+    response = member_client.post(
         f"/projects/{project.pk}/",
         {"archive": SimpleUploadedFile("evil.zip", evil.getvalue())},
         follow=True,
@@ -260,7 +257,7 @@ def test_a_member_uploads_an_archive_from_the_project_page(browser, team):
     assert project.sources.count() == 1
 
 
-def test_a_blas_bench_page_shows_the_claims_check_and_what_was_not_measured(browser, team):
+def test_a_blas_bench_page_shows_the_claims_check_and_what_was_not_measured(member_client, team):
     summary = {
         "claims": [
             {
@@ -296,7 +293,7 @@ def test_a_blas_bench_page_shows_the_claims_check_and_what_was_not_measured(brow
         "flags": {"high_cv": ["torch gemm tf32 1024: CV 6.69 %"], "failed_checks": []},
     }
     job = make_job(team, kind="blas-bench", status=JobStatus.SUCCEEDED, summary=summary)
-    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{job.pk}/").content.decode()
     assert "BF16 is about 2x as fast as FP32" in html and "13.223" in html
     assert "better than quoted" in html and "no square FP8 GEMM measured" in html
     assert "numpy has no bfloat16" in html and "CV 6.69 %" in html

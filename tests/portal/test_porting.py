@@ -54,6 +54,7 @@ def _upload(project, user, text: str, name: str = "code.zip", lineage: str = "",
 
 
 @needs_hipify
+@pytest.mark.process
 def test_the_report_shows_totals_top_unsupported_with_locations_and_the_burn_down(user, team):
     project = make_project(team, "solver")
     _upload(project, user, CUDA)
@@ -99,6 +100,7 @@ def test_file_line_links_open_the_source_at_that_line_and_cannot_leave_the_tree(
 
 
 @needs_hipify
+@pytest.mark.process
 def test_the_report_downloads_as_one_html_file(user, team):
     project = make_project(team)
     _upload(project, user, CUDA)
@@ -127,6 +129,7 @@ def test_another_teams_report_is_404(user):
 
 
 @needs_hipify
+@pytest.mark.process
 def test_a_re_scan_of_a_project_takes_unchanged_files_from_its_cache(user, team):
     from jobs.models import Job
 
@@ -140,6 +143,7 @@ def test_a_re_scan_of_a_project_takes_unchanged_files_from_its_cache(user, team)
 
 
 @needs_hipify
+@pytest.mark.process
 def test_the_file_table_reads_the_small_files_json_and_older_scans_findings_json(user, team):
     from jobs.models import Artifact
     from jobs.services import artifact_file
@@ -163,6 +167,7 @@ def test_the_file_table_reads_the_small_files_json_and_older_scans_findings_json
 
 
 @needs_hipify
+@pytest.mark.process
 def test_a_file_table_nested_too_deep_is_skipped_not_a_500(user, team):
     from jobs.models import Artifact
     from jobs.services import artifact_file
@@ -182,6 +187,7 @@ def test_a_file_table_nested_too_deep_is_skipped_not_a_500(user, team):
 
 
 @needs_hipify
+@pytest.mark.process
 def test_the_file_table_comes_a_page_at_a_time_and_the_download_holds_every_file(
     user, team, monkeypatch
 ):
@@ -238,6 +244,7 @@ def test_only_targets_the_compile_check_accepts_are_offered(team):
     assert project.compile_targets() == ["gfx942"]  # the compile check's own default
 
 
+@pytest.mark.process
 def test_the_project_page_starts_each_porting_step_on_the_newest_source(user, team):
     from jobs.models import Job
     from teams.models import SourceSnapshot
@@ -287,6 +294,7 @@ def test_a_viewer_cannot_start_a_porting_step(team):
 
 
 @needs_hipify
+@pytest.mark.process
 def test_a_scan_of_another_tree_starts_its_own_lineage_and_the_burn_down_never_mixes_them(
     user, team
 ):

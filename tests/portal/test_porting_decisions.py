@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.test import Client
 from django.utils import timezone
 
@@ -16,6 +17,7 @@ TWINS = CUDA + "CUctx_flags a;\nCUctx_flags_enum b;\n"
 
 
 @needs_hipify
+@pytest.mark.process
 def test_a_decision_per_api_group_is_recorded_shown_and_kept_across_scans(user, team):
     project = make_project(team, "solver")
     _upload(project, user, TWINS)
@@ -157,6 +159,7 @@ def test_the_compile_status_says_a_check_that_could_not_run_failed_to_run_and_wh
 
 
 @needs_hipify
+@pytest.mark.process
 def test_the_report_links_work_from_the_download_and_the_markdown_is_a_download(user, team):
     project = make_project(team)
     _upload(project, user, CUDA)
@@ -207,6 +210,7 @@ def test_a_compile_check_this_host_cannot_run_is_not_offered_and_the_page_says_w
     assert not Job.objects.exists()
 
 
+@pytest.mark.process
 def test_the_hipcc_of_this_host_is_asked_whether_it_knows_a_target():
     from stack.kinds.compile_check import hipcc_target_problem
     from stack.tools import which
@@ -219,6 +223,7 @@ def test_the_hipcc_of_this_host_is_asked_whether_it_knows_a_target():
 
 
 @needs_hipify
+@pytest.mark.process
 def test_the_convert_jobs_diff_is_shown_in_its_page_a_page_of_files_at_a_time(user, team):
     from jobs import services
 

@@ -22,13 +22,6 @@ from tests.factories import add_member, make_project, make_team, make_user
 
 
 @pytest.fixture
-def browser(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
 def project(team: Any) -> Any:
     return make_project(team, "Nightly GEMM")
 
@@ -37,8 +30,8 @@ def _page(project: Any) -> str:
     return f"/projects/{project.pk}/alerts/"
 
 
-def test_a_member_saves_webhooks_recipients_and_events(browser: Client, project: Any) -> None:
-    response = browser.post(
+def test_a_member_saves_webhooks_recipients_and_events(member_client: Client, project: Any) -> None:
+    response = member_client.post(
         _page(project),
         {
             "webhook_urls": "https://hooks.example.test/a\n\nhttp://10.0.0.5:8080/b\n",
@@ -52,7 +45,7 @@ def test_a_member_saves_webhooks_recipients_and_events(browser: Client, project:
     assert config.emails == ["ops@example.test"]
     assert config.events == [AlertEvent.REGRESSION, AlertEvent.SCHEDULE_STALLED]
     assert len(config.secret) >= 40
-    html = browser.get(_page(project)).content.decode()
+    html = member_client.get(_page(project)).content.decode()
     assert config.secret in html
 
 
@@ -65,9 +58,9 @@ def test_a_member_saves_webhooks_recipients_and_events(browser: Client, project:
     ],
 )
 def test_bad_settings_are_a_400_naming_the_field(
-    browser: Client, project: Any, field: str, value: str, words: str
+    member_client: Client, project: Any, field: str, value: str, words: str
 ) -> None:
-    response = browser.post(_page(project), {field: value})
+    response = member_client.post(_page(project), {field: value})
     assert response.status_code == 400
     assert words in response.content.decode()
     assert not AlertSettings.objects.exists()
@@ -91,12 +84,12 @@ def test_a_viewer_sees_the_settings_but_not_the_secret_and_cannot_change_them(
     assert config.webhook_urls == ["https://hooks.example.test/a"]
 
 
-def test_another_teams_project_is_not_found(browser: Client) -> None:
+def test_another_teams_project_is_not_found(member_client: Client) -> None:
     other = make_project(make_team(), "Theirs")
-    assert browser.get(_page(other)).status_code == 404
+    assert member_client.get(_page(other)).status_code == 404
 
 
-def test_the_log_shows_each_try_with_its_answer(browser: Client, project: Any) -> None:
+def test_the_log_shows_each_try_with_its_answer(member_client: Client, project: Any) -> None:
     alert = Alert.objects.create(project=project, event=AlertEvent.REGRESSION)
     delivery = Delivery.objects.create(
         alert=alert,
@@ -116,30 +109,30 @@ def test_the_log_shows_each_try_with_its_answer(browser: Client, project: Any) -
             error=error,
             response_excerpt=f"body {number}",
         )
-    html = browser.get(_page(project)).content.decode()
+    html = member_client.get(_page(project)).content.decode()
     assert f'data-delivery="{delivery.pk}"' in html
     assert html.count("data-try=") == 2
     assert "HTTP 503" in html and "HTTP 200" in html and "body 2" in html
     assert "Delivered" in html
 
 
-def test_a_test_alert_goes_to_every_target(browser: Client, project: Any) -> None:
+def test_a_test_alert_goes_to_every_target(member_client: Client, project: Any) -> None:
     AlertSettings.objects.create(
         project=project, webhook_urls=["https://hooks.example.test/a"], emails=["o@example.test"]
     )
-    browser.post(_page(project), {"action": "test"})
+    member_client.post(_page(project), {"action": "test"})
     alert = Alert.objects.get()
     assert alert.event == AlertEvent.TEST
     assert alert.deliveries.count() == 2
 
 
-def test_a_new_secret_replaces_the_old(browser: Client, project: Any) -> None:
+def test_a_new_secret_replaces_the_old(member_client: Client, project: Any) -> None:
     config = AlertSettings.objects.create(project=project)
     old = config.secret
-    browser.post(_page(project), {"action": "rotate"})
+    member_client.post(_page(project), {"action": "rotate"})
     config.refresh_from_db()
     assert config.secret != old
 
 
-def test_the_project_page_links_to_its_alerts(browser: Client, project: Any) -> None:
-    assert _page(project) in browser.get(f"/projects/{project.pk}/").content.decode()
+def test_the_project_page_links_to_its_alerts(member_client: Client, project: Any) -> None:
+    assert _page(project) in member_client.get(f"/projects/{project.pk}/").content.decode()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import uuid
 
-import pytest
-from django.test import Client
 from django.utils import timezone
 
 from jobs.choices import JobStatus
@@ -16,13 +14,6 @@ from stack.kinds.blas_bench import KIND
 from tests.factories import make_job, make_measurement
 
 
-@pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def _ended_sweep(team):
     job = make_job(team, kind=KIND.name, status=JobStatus.SUCCEEDED, finished_at=timezone.now())
     for n in (1024, 2048):
@@ -30,14 +21,14 @@ def _ended_sweep(team):
     return job
 
 
-def _drawn_before_the_first_view(browser, job) -> bool:
+def _drawn_before_the_first_view(member_client, job) -> bool:
     job_finished.send(sender="jobs.Job", job_id=job.pk, status=job.status)
     Measurement.objects.filter(job=job).delete()  # drawn again now, there would be nothing
-    return "<svg" in browser.get(f"/jobs/{job.pk}/").content.decode()
+    return "<svg" in member_client.get(f"/jobs/{job.pk}/").content.decode()
 
 
 def test_with_a_shared_cache_the_worker_draws_the_charts_before_anyone_looks(
-    browser, team, settings, monkeypatch
+    member_client, team, settings, monkeypatch
 ):
     monkeypatch.setattr("portal.charts.CACHE_S", 60)  # what the test leaves in Redis goes
     settings.CACHES = {
@@ -48,8 +39,10 @@ def test_with_a_shared_cache_the_worker_draws_the_charts_before_anyone_looks(
             "KEY_PREFIX": f"{os.environ.get('ROCPATH_TEST_DB', 'test')}-{uuid.uuid4().hex}",
         }
     }
-    assert _drawn_before_the_first_view(browser, _ended_sweep(team))
+    assert _drawn_before_the_first_view(member_client, _ended_sweep(team))
 
 
-def test_with_a_cache_of_its_own_the_worker_draws_nothing_the_web_would_not_see(browser, team):
-    assert not _drawn_before_the_first_view(browser, _ended_sweep(team))
+def test_with_a_cache_of_its_own_the_worker_draws_nothing_the_web_would_not_see(
+    member_client, team
+):
+    assert not _drawn_before_the_first_view(member_client, _ended_sweep(team))

@@ -117,6 +117,7 @@ def test_the_api_records_an_answer_and_refuses_an_unknown_question(setup):
     assert (row["answer"], row["source"], row["note"]) == ("partly", "team", "two know HIP")
 
 
+@pytest.mark.process
 def test_the_report_renders_as_html_markdown_and_a_pdf_with_its_sections(setup):
     from pypdf import PdfReader
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import zoneinfo
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from django.contrib.admin.sites import site
 from django.test import Client
 from django.utils import timezone
@@ -26,13 +25,6 @@ FORM = {
 }
 
 
-@pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def _schedule(user, team, **fields) -> Schedule:
     fields.setdefault("cron", "30 2 * * *")
     fields.setdefault("time_zone", "Europe/Berlin")
@@ -41,16 +33,16 @@ def _schedule(user, team, **fields) -> Schedule:
     )
 
 
-def test_a_member_creates_a_schedule_from_the_form(browser, team, user):
-    response = browser.post("/schedules/new/", {**FORM, "team": team.pk})
+def test_a_member_creates_a_schedule_from_the_form(member_client, team, user):
+    response = member_client.post("/schedules/new/", {**FORM, "team": team.pk})
     schedule = Schedule.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/schedules/{schedule.pk}/"
     assert schedule.created_by == user and schedule.params == {"seconds": 0}
     assert schedule.enabled and schedule.next_run_at is not None
 
 
-def test_a_bad_expression_or_zone_is_shown_on_the_form_beside_its_field(browser, team):
-    response = browser.post(
+def test_a_bad_expression_or_zone_is_shown_on_the_form_beside_its_field(member_client, team):
+    response = member_client.post(
         "/schedules/new/", {**FORM, "team": team.pk, "cron": "30 2 * *", "time_zone": "Berlin"}
     )
     assert response.status_code == 200 and Schedule.objects.count() == 0
@@ -58,23 +50,23 @@ def test_a_bad_expression_or_zone_is_shown_on_the_form_beside_its_field(browser,
     assert "Five fields" in form.errors["cron"][0]
     assert "Unknown time zone 'Berlin'" in form.errors["time_zone"][0]
     assert 'class="error">Five fields' in response.content.decode()
-    response = browser.post("/schedules/new/", {**FORM, "team": team.pk, "params": "[1]"})
+    response = member_client.post("/schedules/new/", {**FORM, "team": team.pk, "params": "[1]"})
     assert response.context["form"].errors["params"] == ["The parameters must be a JSON object."]
 
 
-def test_the_next_run_is_shown_in_the_schedules_own_zone(browser, team, user):
+def test_the_next_run_is_shown_in_the_schedules_own_zone(member_client, team, user):
     schedule = _schedule(user, team, cron="0 9 * * *", time_zone="America/New_York")
     Schedule.objects.filter(pk=schedule.pk).update(
         next_run_at=datetime(2027, 7, 1, 13, 0, tzinfo=UTC)
     )
-    listing = browser.get("/schedules/").content.decode()
+    listing = member_client.get("/schedules/").content.decode()
     assert "2027-07-01 09:00 EDT" in listing
-    page = browser.get(f"/schedules/{schedule.pk}/").content.decode()
+    page = member_client.get(f"/schedules/{schedule.pk}/").content.decode()
     assert "2027-07-01 09:00 EDT" in page and "(13:00 UTC)" in page
 
 
 def test_the_page_lists_the_schedules_recent_jobs_and_its_last_error(
-    browser, team, user, no_enqueue
+    member_client, team, user, no_enqueue
 ):
     schedule = _schedule(user, team)
     Schedule.objects.filter(pk=schedule.pk).update(
@@ -84,17 +76,17 @@ def test_the_page_lists_the_schedules_recent_jobs_and_its_last_error(
     Schedule.objects.filter(pk=schedule.pk).update(
         last_error="refused: team: You cannot submit jobs for this team.", consecutive_failures=2
     )
-    page = browser.get(f"/schedules/{schedule.pk}/").content.decode()
+    page = member_client.get(f"/schedules/{schedule.pk}/").content.decode()
     assert f'data-job="{fired.job_id}"' in page
     assert "refused: team: You cannot submit jobs for this team." in page and "2 in a row" in page
     assert "Stopped (refused)" in page
-    listing = browser.get("/schedules/").content.decode()
+    listing = member_client.get("/schedules/").content.decode()
     assert f'<a href="/jobs/{fired.job_id}/">{fired.job_id}</a>' in listing
 
 
-def test_editing_a_schedule_plans_its_next_run_afresh(browser, team, user):
+def test_editing_a_schedule_plans_its_next_run_afresh(member_client, team, user):
     schedule = _schedule(user, team)
-    response = browser.post(
+    response = member_client.post(
         f"/schedules/{schedule.pk}/edit/", {**FORM, "team": team.pk, "cron": "0 12 * * *"}
     )
     assert response.status_code == 302
@@ -104,15 +96,15 @@ def test_editing_a_schedule_plans_its_next_run_afresh(browser, team, user):
     assert (berlin.hour, berlin.minute) == (12, 0) and schedule.next_run_at > timezone.now()
 
 
-def test_disable_enable_and_delete_from_the_page(browser, team, user, no_enqueue):
+def test_disable_enable_and_delete_from_the_page(member_client, team, user, no_enqueue):
     schedule = _schedule(user, team)
-    browser.post(f"/schedules/{schedule.pk}/toggle/", {"enabled": "0"})
+    member_client.post(f"/schedules/{schedule.pk}/toggle/", {"enabled": "0"})
     schedule.refresh_from_db()
     assert not schedule.enabled and schedule.next_run_at is None
-    browser.post(f"/schedules/{schedule.pk}/toggle/", {"enabled": "1"})
+    member_client.post(f"/schedules/{schedule.pk}/toggle/", {"enabled": "1"})
     schedule.refresh_from_db()
     assert schedule.enabled and schedule.next_run_at > timezone.now()
-    response = browser.post(f"/schedules/{schedule.pk}/delete/")
+    response = member_client.post(f"/schedules/{schedule.pk}/delete/")
     assert response.status_code == 302 and response["Location"] == "/schedules/"
     assert not Schedule.objects.exists()
 
@@ -132,13 +124,13 @@ def test_a_viewer_sees_a_schedule_but_cannot_change_it(team, user):
     assert schedule.enabled
 
 
-def test_another_teams_schedule_is_a_404(browser, team):
+def test_another_teams_schedule_is_a_404(member_client, team):
     other = make_team("Other")
     owner = make_user("oscar")
     add_member(other, owner, Role.MEMBER)
     theirs = _schedule(owner, other)
-    assert browser.get(f"/schedules/{theirs.pk}/").status_code == 404
-    assert browser.post(f"/schedules/{theirs.pk}/delete/").status_code == 404
+    assert member_client.get(f"/schedules/{theirs.pk}/").status_code == 404
+    assert member_client.post(f"/schedules/{theirs.pk}/delete/").status_code == 404
     assert Schedule.objects.filter(pk=theirs.pk).exists()
 
 

@@ -224,6 +224,7 @@ def test_a_mail_server_that_cannot_be_reached_is_tried_again(
     assert attempt.will_retry
 
 
+@pytest.mark.process
 def test_an_alert_is_mailed_over_smtp_to_a_real_server(alert_settings: Any, settings: Any) -> None:
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.DEFAULT_FROM_EMAIL = "rocpath@example.test"

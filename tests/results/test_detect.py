@@ -13,6 +13,7 @@ def _run(rng: np.random.Generator, level: float, n: int = 40, cv: float = 0.02) 
     return level * rng.lognormal(0.0, cv, n)
 
 
+@pytest.mark.slow
 def test_a_aa_pair_is_almost_never_called_changed():
     rng = np.random.default_rng(1)
     changed = sum(
@@ -70,12 +71,14 @@ def test_identical_samples_tie_with_p_one():
     assert mann_whitney_p([3.0, 3.0], [3.0, 3.0]) == 1.0
 
 
+@pytest.mark.slow
 def test_an_aa_history_has_no_change_points():
     rng = np.random.default_rng(7)
     flagged = sum(bool(change_points(rng.lognormal(0.0, 0.03, 80))) for _ in range(100))
     assert flagged <= 2
 
 
+@pytest.mark.slow
 def test_a_ten_percent_step_is_found_where_it_happened():
     rng = np.random.default_rng(8)
     found = 0

@@ -61,6 +61,7 @@ def test_jobs_out_of_scope_or_not_succeeded_queue_nothing(team, scope, queued):
     assert queued == []
 
 
+@pytest.mark.integration
 def test_a_real_worker_writes_the_verdicts_of_a_job_that_ended_in_scope(team, scope, worker):
     slow = sampled_job(team, *scope, level=85.0, seed=2, status=JobStatus.RUNNING)
     slow.finish(JobStatus.SUCCEEDED)

@@ -43,6 +43,7 @@ def _time_passes(delivery: Delivery) -> None:
     Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
 
 
+@pytest.mark.process
 def test_a_webhook_body_is_signed_with_hmac_sha256_over_the_timestamp_and_raw_body(
     alert_settings: Any,
 ) -> None:
@@ -67,6 +68,7 @@ def test_a_webhook_body_is_signed_with_hmac_sha256_over_the_timestamp_and_raw_bo
     assert sent["data"] == {"n": 1}
 
 
+@pytest.mark.process
 def test_a_body_signed_with_another_secret_does_not_verify(alert_settings: Any) -> None:
     with receiver(200) as hook:
         delivery = _webhook(alert_settings, hook.url)
@@ -83,6 +85,7 @@ def test_a_body_signed_with_another_secret_does_not_verify(alert_settings: Any) 
     )
 
 
+@pytest.mark.process
 def test_a_successful_delivery_logs_one_try_with_the_answer(alert_settings: Any) -> None:
     with receiver(204) as hook:
         delivery = _webhook(alert_settings, hook.url)
@@ -97,6 +100,7 @@ def test_a_successful_delivery_logs_one_try_with_the_answer(alert_settings: Any)
     assert not attempt.will_retry
 
 
+@pytest.mark.process
 def test_a_receiver_that_fails_first_is_tried_again_after_a_doubling_wait(
     alert_settings: Any,
 ) -> None:
@@ -124,6 +128,7 @@ def test_a_receiver_that_fails_first_is_tried_again_after_a_doubling_wait(
     assert delivery.status == DeliveryStatus.DELIVERED
 
 
+@pytest.mark.process
 def test_a_try_that_comes_before_its_time_sends_nothing(alert_settings: Any, settings: Any) -> None:
     settings.ROCPATH_ALERT_RETRY_BASE_S = 60
     with receiver(500, 200) as hook:
@@ -134,6 +139,7 @@ def test_a_try_that_comes_before_its_time_sends_nothing(alert_settings: Any, set
     assert DeliveryAttempt.objects.filter(delivery=delivery).count() == 1
 
 
+@pytest.mark.process
 def test_retry_after_is_honoured_when_longer_than_the_backoff(alert_settings: Any) -> None:
     with receiver((429, {"Retry-After": "7"})) as hook:
         delivery = _webhook(alert_settings, hook.url)
@@ -142,6 +148,7 @@ def test_retry_after_is_honoured_when_longer_than_the_backoff(alert_settings: An
 
 
 @pytest.mark.parametrize("status", [400, 401, 404, 410, 422])
+@pytest.mark.process
 def test_a_refusal_by_the_receiver_is_not_retried(alert_settings: Any, status: int) -> None:
     with receiver(status) as hook:
         delivery = _webhook(alert_settings, hook.url)
@@ -154,6 +161,7 @@ def test_a_refusal_by_the_receiver_is_not_retried(alert_settings: Any, status: i
     assert len(hook.requests) == 1
 
 
+@pytest.mark.process
 def test_a_redirect_is_not_followed(alert_settings: Any) -> None:
     with receiver((302, {"Location": "http://127.0.0.1:9/elsewhere"})) as hook:
         delivery = _webhook(alert_settings, hook.url)
@@ -175,6 +183,7 @@ def test_no_answer_at_all_is_retried(alert_settings: Any) -> None:
     assert attempt.will_retry
 
 
+@pytest.mark.process
 def test_a_delivery_gives_up_after_the_last_try(alert_settings: Any, settings: Any) -> None:
     settings.ROCPATH_ALERT_MAX_ATTEMPTS = 2
     with receiver(500, 500, 500) as hook:
@@ -190,6 +199,7 @@ def test_a_delivery_gives_up_after_the_last_try(alert_settings: Any, settings: A
     assert [a.will_retry for a in delivery.tries.order_by("number")] == [True, False]
 
 
+@pytest.mark.process
 def test_a_loopback_receiver_is_refused_unless_the_operator_allows_it(
     alert_settings: Any, settings: Any
 ) -> None:
@@ -268,6 +278,7 @@ def test_an_operator_allows_an_internal_network_or_host_by_name(settings: Any) -
         webhooks.resolve("http://192.168.1.1/hook")
 
 
+@pytest.mark.process
 def test_https_checks_the_certificate_against_the_host_name(
     alert_settings: Any, settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -106,6 +106,7 @@ def test_collectives_are_not_needed_on_one_gpu_and_wanted_on_several(project):
     assert verdict("collectives_measured", project).status in (UNAVAILABLE, FAILED)
 
 
+@pytest.mark.process
 def test_nightly_green_needs_every_day_green(project, settings):
     settings.ROCPATH_GATE_GREEN_DAYS = 3
     now = timezone.now()

@@ -106,6 +106,7 @@ def test_the_runner_refuses_such_flags_too(tmp_path):
 
 @pytest.mark.skipif(which("hipcc") is None, reason="hipcc is not installed")
 @pytest.mark.skipif(sandbox_problem() is not None, reason="no sandbox here")
+@pytest.mark.process
 def test_a_source_that_includes_host_files_reads_nothing_of_them(team, secret_key_file):
     project = make_project(team)
     files = {

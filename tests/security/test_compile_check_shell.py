@@ -91,6 +91,7 @@ def test_the_runner_names_a_folder_it_will_not_hand_to_hipcc(tmp_path):
 
 
 @needs_hipcc
+@pytest.mark.process
 def test_a_source_whose_name_hipcc_reads_as_its_option_is_skipped_not_compiled(tmp_path):
     # trixie's hipcc takes "--hip-path=" anywhere in any argument for where its clang is
     ctx = _ctx(tmp_path, {"ok.hip": "int x;\n", "x--hip-path=evil/k.hip": "int y;\n"})

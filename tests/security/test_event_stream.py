@@ -53,6 +53,7 @@ def test_nesting_is_counted_outside_strings_only():
     assert contract.nesting_depth(b"[[[]], {}]") == 3
 
 
+@pytest.mark.process
 def test_a_runner_printing_a_deeply_nested_line_ends_normally(monkeypatch, tmp_path):
     job_dir = tmp_path / "987"
     job_dir.mkdir()

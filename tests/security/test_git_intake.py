@@ -67,6 +67,7 @@ def connected(sock: socket.socket) -> bool:
 
 
 # --- local paths ------------------------------------------------------------------
+@pytest.mark.process
 def test_a_percent_encoded_dot_dot_cannot_leave_the_allowed_folder(
     api, project, settings, tmp_path
 ):
@@ -84,6 +85,7 @@ def test_a_percent_encoded_dot_dot_cannot_leave_the_allowed_folder(
     assert not list(Path(settings.ARTIFACT_ROOT).rglob("secret.cu"))
 
 
+@pytest.mark.process
 def test_a_team_cannot_clone_the_folder_another_team_is_allowed(api, project, settings, tmp_path):
     theirs = git_repo(tmp_path / "theirs" / "repo.git", bare=True)
     other = make_team("Beta")
@@ -93,6 +95,7 @@ def test_a_team_cannot_clone_the_folder_another_team_is_allowed(api, project, se
     assert clone_on_worker(project, f"file://{theirs}").status == "failed"
 
 
+@pytest.mark.process
 def test_a_team_clones_a_bare_repository_from_its_own_allowed_folder(
     api, project, settings, tmp_path, monkeypatch
 ):
@@ -112,6 +115,7 @@ def test_a_team_clones_a_bare_repository_from_its_own_allowed_folder(
     assert sorted(p.name for p in tree_of(snapshot).parent.iterdir()) == ["tree"]
 
 
+@pytest.mark.process
 def test_a_symlink_in_a_repository_is_checked_out_as_a_plain_file(project, settings, tmp_path):
     from teams.sources import tree_of
 
@@ -127,6 +131,7 @@ def test_a_symlink_in_a_repository_is_checked_out_as_a_plain_file(project, setti
     assert not link.is_symlink() and link.read_text() == "/etc/passwd"
 
 
+@pytest.mark.process
 def test_a_clone_over_the_size_limit_is_stopped_while_it_runs(project, settings, tmp_path):
     repo = git_repo(tmp_path / "ours" / "big", {"big.bin": os.urandom(64 * 1024 * 1024)})
     settings.ROCPATH_GIT_LOCAL_ALLOW = {project.team.slug: [str(tmp_path / "ours")]}
@@ -138,6 +143,7 @@ def test_a_clone_over_the_size_limit_is_stopped_while_it_runs(project, settings,
 
 # --- hosts ------------------------------------------------------------------------
 @pytest.mark.parametrize("scheme", ["http", "ssh"])
+@pytest.mark.process
 def test_a_url_to_127_0_0_1_is_refused_and_nothing_connects(
     api, project, settings, listener, scheme, tmp_path
 ):
@@ -160,6 +166,7 @@ def test_a_url_to_127_0_0_1_is_refused_and_nothing_connects(
     assert not connected(listener)
 
 
+@pytest.mark.process
 def test_ssh_without_a_key_for_the_team_is_refused_before_any_connection(api, project, listener):
     port = listener.getsockname()[1]
     url = f"ssh://git@127.0.0.1:{port}/x.git"
@@ -170,6 +177,7 @@ def test_ssh_without_a_key_for_the_team_is_refused_before_any_connection(api, pr
     assert not connected(listener)
 
 
+@pytest.mark.process
 def test_a_name_that_resolves_to_loopback_is_refused(api, project, listener):
     port = listener.getsockname()[1]
     response = add(api, project, f"https://localhost:{port}/x.git")
@@ -183,6 +191,7 @@ def test_http_is_refused_unless_an_operator_allows_it(api, project):
     assert response.status_code == 400 and "http://" in response.json()["git_url"][0]
 
 
+@pytest.mark.process
 def test_an_allowed_internal_host_is_cloned_from_the_checked_address_within_the_time_limit(
     project, settings, listener
 ):

@@ -26,13 +26,6 @@ from tests.factories import (
 )
 
 
-@pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def _pages(team) -> list[str]:
     project = make_project(team, "ported")
     job = make_job(team, kind="blas-bench", status=JobStatus.RUNNING, project=project)
@@ -63,10 +56,10 @@ def _policy(response) -> dict[str, list[str]]:
 
 
 # --- CSP --------------------------------------------------------------------------
-def test_every_page_carries_a_strict_content_security_policy(browser, team):
+def test_every_page_carries_a_strict_content_security_policy(member_client, team):
     pages = [*_pages(team), "/accounts/login/"]
     for path in pages:
-        response = browser.get(path)
+        response = member_client.get(path)
         assert response.status_code == 200, path
         policy = _policy(response)
         assert policy["default-src"] == ["'self'"], path
@@ -90,18 +83,18 @@ _STYLE_ATTR = re.compile(r"""<[^>]+\sstyle\s*=""", re.I)
 _STYLE_TAG = re.compile(r"<style(?![^>]*\bnonce=)[^>]*>", re.I)
 
 
-def test_pages_have_no_inline_script_handler_or_style_the_policy_would_block(browser, team):
+def test_pages_have_no_inline_script_handler_or_style_the_policy_would_block(member_client, team):
     for path in _pages(team):
-        html = browser.get(path).content.decode()
+        html = member_client.get(path).content.decode()
         assert not _INLINE_SCRIPT.search(html), (path, _INLINE_SCRIPT.search(html))
         assert not _HANDLER.search(html), (path, _HANDLER.search(html))
         assert not _STYLE_ATTR.search(html), (path, _STYLE_ATTR.search(html))
         assert not _STYLE_TAG.search(html), (path, _STYLE_TAG.search(html))
 
 
-def test_a_charts_style_carries_the_pages_nonce(browser, team):
+def test_a_charts_style_carries_the_pages_nonce(member_client, team):
     path = next(p for p in _pages(team) if re.fullmatch(r"/jobs/\d+/", p))
-    response = browser.get(path)
+    response = member_client.get(path)
     html = response.content.decode()
     nonces = re.findall(r'<style nonce="([^"]+)"', html)
     assert nonces and f"'nonce-{nonces[0]}'" in _policy(response)["style-src"]
@@ -110,9 +103,9 @@ def test_a_charts_style_carries_the_pages_nonce(browser, team):
 _EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
 
 
-def test_the_api_docs_load_nothing_from_another_host(browser):
+def test_the_api_docs_load_nothing_from_another_host(member_client):
     for path in ("/api/docs/", "/api/docs/?script=", "/api/redoc/"):
-        response = browser.get(path, follow=True)
+        response = member_client.get(path, follow=True)
         assert response.status_code == 200, path
         body = response.content.decode()
         assert not _EXTERNAL.search(body), (path, _EXTERNAL.search(body))
@@ -144,8 +137,8 @@ def test_a_json_body_past_the_size_limit_is_a_400(api, settings):
     assert response.status_code == 400 and "bytes" in response.json()["detail"]
 
 
-def test_a_100000_deep_json_in_the_submit_form_is_a_form_error(browser, team):
-    response = browser.post("/jobs/new/", {"kind": "noop", "team": team.pk, "params": DEEP})
+def test_a_100000_deep_json_in_the_submit_form_is_a_form_error(member_client, team):
+    response = member_client.post("/jobs/new/", {"kind": "noop", "team": team.pk, "params": DEEP})
     assert response.status_code == 200
     assert "deep" in response.content.decode().lower()
 
@@ -164,9 +157,9 @@ def test_thousands_of_bad_fields_get_a_bounded_error(api):
     assert "more" in response.content.decode()  # it says that it left some out
 
 
-def test_a_form_with_a_huge_bad_value_gets_a_small_error(browser, team):
+def test_a_form_with_a_huge_bad_value_gets_a_small_error(member_client, team):
     params = json.dumps({"seconds": "x" * 1_000_000})
-    response = browser.post("/jobs/new/", {"kind": "noop", "team": team.pk, "params": params})
+    response = member_client.post("/jobs/new/", {"kind": "noop", "team": team.pk, "params": params})
     assert response.status_code == 200
     assert len(response.content) < 1_000_000 + 60_000  # the textarea echoes the input once
 
@@ -286,6 +279,7 @@ def test_the_api_shows_a_team_only_the_environment_its_own_job_produced(api, tea
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_the_migration_hashes_existing_environments_and_merges_identical_ones():
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor

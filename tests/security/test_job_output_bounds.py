@@ -119,6 +119,7 @@ def test_the_container_caps_are_derived_from_the_host(settings):
     assert settings.ROCPATH_DOCKER_MAX_PIDS <= 1024
 
 
+@pytest.mark.process
 def test_an_operator_cap_above_the_host_stops_the_start_up(settings):
     env = {
         **os.environ,
@@ -176,6 +177,7 @@ def _submit(api, kind: str, params: dict, **extra) -> int:
     return response.json()["id"]
 
 
+@pytest.mark.containers
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_container_asking_for_more_memory_than_the_host_has_ends_errored(
@@ -188,6 +190,7 @@ def test_a_container_asking_for_more_memory_than_the_host_has_ends_errored(
     assert f"the job asks for {asked} MiB, this worker's cap is" in job.error
 
 
+@pytest.mark.containers
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_real_containers_log_driver_is_capped(docker_worker, api):
@@ -210,6 +213,7 @@ def test_a_real_containers_log_driver_is_capped(docker_worker, api):
     wait_for_status(job_id, TERMINAL, timeout=JOB_S)
 
 
+@pytest.mark.containers
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_container_writing_past_the_out_folder_cap_is_stopped(capped_worker, api):
@@ -225,6 +229,7 @@ def test_a_container_writing_past_the_out_folder_cap_is_stopped(capped_worker, a
     print(f"out/ held {seen / MiB:.0f} MiB when seen over, {final / MiB:.0f} MiB once killed")
 
 
+@pytest.mark.containers
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_container_linking_result_json_to_another_jobs_result_shows_nothing_of_it(

@@ -112,6 +112,7 @@ def _run_job(team, kind: str, params: dict, files: dict[str, str]) -> Job:
 
 
 @pytest.mark.parametrize("engine", ["hipify-perl", "fast"])
+@pytest.mark.process
 def test_a_source_named_like_an_option_is_scanned_as_a_file(team, engine):
     from stack.tools import which
 
@@ -125,6 +126,7 @@ def test_a_source_named_like_an_option_is_scanned_as_a_file(team, engine):
     assert sorted(os.listdir(tree)) == ["-o=x.cu", "a.cu"]  # no x.cu written anywhere
 
 
+@pytest.mark.process
 def test_a_source_named_like_an_option_is_converted_as_a_file(team):
     from stack.tools import which
 

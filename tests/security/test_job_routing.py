@@ -62,6 +62,7 @@ def test_submitting_to_a_queue_the_team_may_not_use_is_a_400_naming_it(api, sett
     assert allowed.status_code == 201, allowed.content
 
 
+@pytest.mark.process
 def test_the_setting_takes_queues_for_every_team_and_per_team(tmp_path):
     env = _clean_env(
         DJANGO_SETTINGS_MODULE="config.settings.base",
@@ -78,6 +79,7 @@ def test_the_setting_takes_queues_for_every_team_and_per_team(tmp_path):
 
 
 @pytest.mark.parametrize("value", ["=q", "team-a=", "team-a=../x", "q;id"])
+@pytest.mark.process
 def test_a_bad_queue_setting_stops_start_up_with_its_name(tmp_path, value):
     env = _clean_env(
         DJANGO_SETTINGS_MODULE="config.settings.base",

@@ -5,12 +5,15 @@ from __future__ import annotations
 import sys
 import time
 
+import pytest
 from django.conf import settings
 
 from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
 from tests.hooks import Recorder
 from tests.waits import LINEAR_RATIO
+
+pytestmark = pytest.mark.process
 
 
 def _run(tmp_path, monkeypatch, code: str) -> Recorder:

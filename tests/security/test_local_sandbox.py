@@ -137,6 +137,7 @@ def _run_hostile(tmp_path, monkeypatch, secret_key_file, listener) -> tuple[dict
     return result, recorder, folder
 
 
+@pytest.mark.process
 def test_a_local_job_cannot_read_the_secret_key_shadow_the_workers_environment_or_other_jobs(
     tmp_path, monkeypatch, secret_key_file, listener, sandbox_runner
 ):
@@ -148,6 +149,7 @@ def test_a_local_job_cannot_read_the_secret_key_shadow_the_workers_environment_o
     assert seen["own input"] == "// the team's own source\n"  # what it is given, it reads
 
 
+@pytest.mark.process
 def test_a_local_jobs_uid_is_really_unprivileged(
     tmp_path, monkeypatch, secret_key_file, listener, sandbox_runner
 ):
@@ -157,6 +159,7 @@ def test_a_local_jobs_uid_is_really_unprivileged(
     assert seen["root-only input"] == "refused: Permission denied"
 
 
+@pytest.mark.process
 def test_a_local_job_cannot_open_a_network_connection(
     tmp_path, monkeypatch, secret_key_file, listener, sandbox_runner
 ):
@@ -166,6 +169,7 @@ def test_a_local_job_cannot_open_a_network_connection(
         listener.accept()  # the listener saw nothing
 
 
+@pytest.mark.process
 def test_a_child_that_calls_setsid_does_not_outlive_its_job(
     tmp_path, monkeypatch, secret_key_file, listener, sandbox_runner
 ):
@@ -216,6 +220,7 @@ def test_a_kind_that_runs_a_teams_code_refuses_to_run_without_a_sandbox(team, se
 
 
 @pytest.mark.django_db
+@pytest.mark.process
 def test_an_operator_may_let_such_kinds_run_unsandboxed(team, settings):
     settings.ROCPATH_LOCAL_SANDBOX = "off"
     settings.ROCPATH_LOCAL_UNSANDBOXED = True
@@ -240,6 +245,7 @@ def _noop_spec(job_id: int, cache_dir: Path | None = None) -> JobSpec:
 
 
 @pytest.mark.django_db
+@pytest.mark.process
 def test_a_job_whose_sandbox_cannot_be_built_errors_with_the_reason_and_runs_nothing(
     team, settings, monkeypatch
 ):
@@ -266,6 +272,7 @@ def test_a_job_whose_sandbox_cannot_be_built_errors_with_the_reason_and_runs_not
     assert not (services.job_dir(job.pk) / "out" / "result.json").exists()
 
 
+@pytest.mark.process
 def test_a_job_that_would_keep_root_in_its_sandbox_is_refused_before_it_runs(settings, monkeypatch):
     settings.ROCPATH_LOCAL_SANDBOX_RUNNER = "zygote"
     real = local.sandbox_request
@@ -312,6 +319,7 @@ open(os.path.join(out, "found"), "w").write(repr(found))
 """
 
 
+@pytest.mark.process
 def test_a_job_holds_nothing_of_the_job_before_it(settings, monkeypatch, sandbox_runner):
     marker = "previous-team-" + os.urandom(8).hex()
     cache = Path(settings.ARTIFACT_ROOT) / "cache" / marker  # in its env and mount plan
@@ -333,6 +341,7 @@ def test_a_job_holds_nothing_of_the_job_before_it(settings, monkeypatch, sandbox
     assert (second.out_dir / "found").read_text() == "[]"
 
 
+@pytest.mark.process
 def test_a_job_without_gpus_sees_only_the_minimal_dev(settings, monkeypatch, sandbox_runner):
     spec = _noop_spec(993)
     python = settings.ROCPATH_STACK_PYTHON or sys.executable

@@ -3,7 +3,10 @@ run on a profile's result, with nothing but the stack (no Django, no numpy)."""
 
 import json
 
+import pytest
 from stack_helpers import REPO_ROOT, run_stack
+
+pytestmark = pytest.mark.process
 
 H200 = REPO_ROOT / "docs/results/profile-h200"
 FIXTURES = REPO_ROOT / "tests/stack/tune/fixtures"

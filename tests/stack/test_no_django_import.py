@@ -6,10 +6,13 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
 from stack_helpers import REPO_ROOT
 
 import stack
 from tests.waits import START_S
+
+pytestmark = pytest.mark.process
 
 
 def python(code: str) -> subprocess.CompletedProcess[str]:

@@ -67,6 +67,7 @@ def test_probe_reports_every_tool_absent_on_a_bare_machine_and_succeeds(bin_dir,
     assert result.artifacts == []
 
 
+@pytest.mark.process
 def test_probe_on_this_machine_reports_the_tools_that_are_really_installed(ctx):
     result = run_probe(ctx, torch=False)
     assert result.status == "succeeded"
@@ -79,6 +80,7 @@ def test_probe_on_this_machine_reports_the_tools_that_are_really_installed(ctx):
     assert host["memory_bytes"] and host["memory_bytes"] > 0
 
 
+@pytest.mark.process
 def test_a_fake_nvidia_smi_on_path_lists_eight_h200(bin_dir, ctx):
     fake_nvidia_smi(bin_dir)
     result = run_probe(ctx, torch=False)
@@ -101,6 +103,7 @@ def test_a_fake_nvidia_smi_on_path_lists_eight_h200(bin_dir, ctx):
     assert [a.path for a in result.artifacts] == ["probe/nvidia-smi.txt"]
 
 
+@pytest.mark.process
 def test_a_hanging_tool_is_reported_timed_out_and_the_probe_still_succeeds(bin_dir, ctx):
     make_tool(bin_dir, "rocminfo", "time.sleep(30)")
     result = run_probe(ctx, tool_timeout_s=0.5)
@@ -112,6 +115,7 @@ def test_a_hanging_tool_is_reported_timed_out_and_the_probe_still_succeeds(bin_d
     assert "timed out" in (ctx.out / "probe" / "rocminfo.txt").read_text()
 
 
+@pytest.mark.process
 def test_nvidia_smi_without_a_driver_is_present_with_its_error(bin_dir, ctx):
     message = fixture_text("nvidia-smi-no-driver.txt")
     make_tool(bin_dir, "nvidia-smi", f"sys.stdout.write({message!r}); sys.exit(9)")
@@ -122,6 +126,7 @@ def test_nvidia_smi_without_a_driver_is_present_with_its_error(bin_dir, ctx):
     assert result.environment["gpus"] == []
 
 
+@pytest.mark.process
 def test_amd_tools_together_give_one_record_per_gpu_from_amd_smi(bin_dir, ctx):
     fake_amd_tools(bin_dir)
     result = run_probe(ctx)
@@ -140,6 +145,7 @@ def test_amd_tools_together_give_one_record_per_gpu_from_amd_smi(bin_dir, ctx):
     assert result.summary["gpus"] == ["8x AMD Instinct MI300X (gfx942)"]
 
 
+@pytest.mark.process
 def test_rocm_smi_is_used_when_amd_smi_is_absent_and_rocminfo_fills_compute_units(bin_dir, ctx):
     tool_printing(bin_dir, "rocm-smi", {"--json": "rocm-smi-mi300x.json"})
     tool_printing(bin_dir, "rocminfo", {}, default="rocminfo-mi300x-8gpu.txt")
@@ -148,6 +154,7 @@ def test_rocm_smi_is_used_when_amd_smi_is_absent_and_rocminfo_fills_compute_unit
     assert {g["compute_units"] for g in gpus} == {304}
 
 
+@pytest.mark.process
 def test_rocm_version_comes_from_the_install_info_file(bin_dir, ctx, tmp_path, monkeypatch):
     rocm = tmp_path / "rocm"
     (rocm / ".info").mkdir(parents=True)
@@ -186,6 +193,7 @@ def install_fake_torch(tmp_path, monkeypatch, source):
     return site
 
 
+@pytest.mark.process
 def test_torch_is_asked_in_a_subprocess_and_used_when_no_tool_saw_the_gpus(
     bin_dir, ctx, tmp_path, monkeypatch
 ):
@@ -203,6 +211,7 @@ def test_torch_is_asked_in_a_subprocess_and_used_when_no_tool_saw_the_gpus(
     assert env["gpus"][0]["arch"] == "gfx942"
 
 
+@pytest.mark.process
 def test_torch_gpus_are_not_listed_twice_when_a_tool_saw_them(bin_dir, ctx, tmp_path, monkeypatch):
     install_fake_torch(tmp_path, monkeypatch, FAKE_ROCM_TORCH)
     tool_printing(bin_dir, "rocminfo", {}, default="rocminfo-mi300x-8gpu.txt")
@@ -218,6 +227,7 @@ def test_torch_gpus_are_not_listed_twice_when_a_tool_saw_them(bin_dir, ctx, tmp_
         ("import os; os.abort()", "killed by SIGABRT"),
     ],
 )
+@pytest.mark.process
 def test_a_broken_torch_install_is_reported_without_breaking_the_probe(
     bin_dir, ctx, tmp_path, monkeypatch, source, error
 ):

@@ -11,6 +11,8 @@ from stack_helpers import run_stack
 from stack.contract import parse_event, validate_result
 from tests.waits import LONG_JOB_S
 
+pytestmark = pytest.mark.process
+
 if importlib.util.find_spec("torch") is None:  # not imported here: other tests check it is not
     pytest.skip("PyTorch is not installed", allow_module_level=True)
 

@@ -14,6 +14,8 @@ from stack.contract import parse_event, validate_result
 from stack.kinds import KINDS
 from tests.waits import START_S, STOP_S
 
+pytestmark = pytest.mark.process
+
 
 def write_params(tmp_path, params):
     path = tmp_path / "params.json"

@@ -44,6 +44,7 @@ def test_tool_missing_takes_a_custom_hint():
     assert "build it yourself" in str(ToolMissing("mytool", "build it yourself"))
 
 
+@pytest.mark.process
 def test_run_tool_captures_both_streams_exit_status_and_duration(tmp_path):
     tool = make_tool(
         tmp_path, "talker", "print('out', sys.argv[1:]); print('err', file=sys.stderr); sys.exit(4)"
@@ -58,6 +59,7 @@ def test_run_tool_captures_both_streams_exit_status_and_duration(tmp_path):
     assert "# exit status 4" in run.transcript()
 
 
+@pytest.mark.process
 def test_run_tool_kills_a_tool_that_runs_past_its_timeout(tmp_path):
     tool = make_tool(tmp_path, "sleeper", "print('started', flush=True); time.sleep(600)")
     started = time.monotonic()
@@ -78,6 +80,7 @@ def _is_gone(pid: int) -> bool:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux only")
+@pytest.mark.process
 def test_a_tool_dies_with_the_runner_that_started_it(tmp_path):
     pid_file = tmp_path / "tool.pid"
     tool = make_tool(

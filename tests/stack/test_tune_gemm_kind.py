@@ -10,6 +10,8 @@ from stack_helpers import run_stack
 
 from stack.contract import validate_result
 
+pytestmark = pytest.mark.process
+
 BF16 = [{"precision": "bf16", "m": 64, "n": 64, "k": 64}]
 
 

@@ -57,6 +57,7 @@ def test_every_migration_a_database_recorded_before_the_split_is_still_in_the_gr
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_rows_written_before_the_split_are_read_by_todays_models() -> None:
     executor = MigrationExecutor(connection)
     try:

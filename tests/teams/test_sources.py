@@ -157,6 +157,7 @@ def _git_repo(path: Path) -> Path:
     return path
 
 
+@pytest.mark.process
 def test_a_git_source_from_an_allowlisted_path_is_cloned_by_the_worker_task(
     api, project, settings, tmp_path, django_capture_on_commit_callbacks, monkeypatch
 ):
@@ -181,6 +182,7 @@ def test_a_git_source_from_an_allowlisted_path_is_cloned_by_the_worker_task(
     assert not (tree_of(snapshot) / ".git").exists()
 
 
+@pytest.mark.process
 def test_a_git_ref_that_does_not_exist_fails_the_snapshot_with_gits_words(
     project, settings, tmp_path
 ):
@@ -259,6 +261,7 @@ def test_an_archive_without_a_cuda_relevant_file_is_refused_saying_why(
     assert nothing_on_disk(settings)
 
 
+@pytest.mark.process
 def test_a_git_repository_without_a_cuda_relevant_file_fails_saying_why(
     project, settings, tmp_path
 ):

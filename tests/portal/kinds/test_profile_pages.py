@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-from django.test import Client
-
 from jobs.choices import JobStatus
 from jobs.models import Job, Measurement
 from stack.kinds.blas_bench import KIND as BLAS_BENCH
@@ -52,13 +49,6 @@ SHAPES = [
 ]
 
 
-@pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def stored_profile(team, factor: float = 1.0, match: str = "", **summary) -> Job:
     """The H200 transformer profile as a job row, its kernels matching ``match`` made
     ``factor`` times slower (samples and totals)."""
@@ -85,20 +75,20 @@ def stored_profile(team, factor: float = 1.0, match: str = "", **summary) -> Job
     return job
 
 
-def test_the_job_page_lists_the_gemm_shapes_with_a_replay_button(browser, team):
+def test_the_job_page_lists_the_gemm_shapes_with_a_replay_button(member_client, team):
     job = stored_profile(team, gemm_shapes=SHAPES)
-    html = browser.get(f"/jobs/{job.pk}/").content.decode()
+    html = member_client.get(f"/jobs/{job.pk}/").content.decode()
     assert "GEMM shapes this workload ran" in html and "Replay these shapes with blas-bench" in html
     assert '<td class="num">3072</td>' in html
     assert f'action="/jobs/{job.pk}/profile-diff/"' in html
 
 
 def test_replay_submits_a_blas_bench_job_with_exactly_those_shapes(
-    browser, team, no_enqueue, django_capture_on_commit_callbacks
+    member_client, team, no_enqueue, django_capture_on_commit_callbacks
 ):
     job = stored_profile(team, gemm_shapes=SHAPES)
     with django_capture_on_commit_callbacks(execute=True):
-        response = browser.post(f"/jobs/{job.pk}/replay-shapes/")
+        response = member_client.post(f"/jobs/{job.pk}/replay-shapes/")
     replay = Job.objects.get(kind=BLAS_BENCH.name)
     assert response.status_code == 302 and response["Location"] == f"/jobs/{replay.pk}/"
     assert replay.params["precisions"] == ["bf16"] and replay.params["sizes"] == []
@@ -109,17 +99,17 @@ def test_replay_submits_a_blas_bench_job_with_exactly_those_shapes(
     assert no_enqueue == [replay.pk]
 
 
-def test_a_profile_without_shapes_replays_nothing_and_says_so(browser, team, no_enqueue):
+def test_a_profile_without_shapes_replays_nothing_and_says_so(member_client, team, no_enqueue):
     job = stored_profile(team, gemm_shapes=[])
-    response = browser.post(f"/jobs/{job.pk}/replay-shapes/", follow=True)
+    response = member_client.post(f"/jobs/{job.pk}/replay-shapes/", follow=True)
     assert "recorded no GEMM shape" in response.content.decode()
     assert not Job.objects.filter(kind=BLAS_BENCH.name).exists()
 
 
-def test_the_diff_page_names_the_kernel_that_got_slower(browser, team):
+def test_the_diff_page_names_the_kernel_that_got_slower(member_client, team):
     baseline = stored_profile(team)
     current = stored_profile(team, 1.14, PROJECTION)
-    response = browser.get(f"/jobs/{current.pk}/profile-diff/?baseline={baseline.pk}")
+    response = member_client.get(f"/jobs/{current.pk}/profile-diff/?baseline={baseline.pk}")
     html = response.content.decode()
     assert response.status_code == 200
     # one kernel serves the block's four projections: compared by its time a step
@@ -127,10 +117,10 @@ def test_the_diff_page_names_the_kernel_that_got_slower(browser, team):
     assert html.count("unchanged") >= 4
 
 
-def test_a_baseline_that_is_not_a_visible_profile_job_is_a_400_naming_it(browser, team):
+def test_a_baseline_that_is_not_a_visible_profile_job_is_a_400_naming_it(member_client, team):
     current = stored_profile(team)
     foreign = stored_profile(make_team())
     for baseline in (str(foreign.pk), "abc", "999999"):
-        response = browser.get(f"/jobs/{current.pk}/profile-diff/?baseline={baseline}")
+        response = member_client.get(f"/jobs/{current.pk}/profile-diff/?baseline={baseline}")
         assert response.status_code == 400
         assert f"baseline: no profile job {baseline} you can see" in response.content.decode()

@@ -105,6 +105,7 @@ def test_numpy_backend_measures_checks_and_reports(ctx):
 
 
 @needs_torch
+@pytest.mark.process
 def test_torch_cpu_backend_runs_every_precision_it_can(tmp_path):
     proc, doc = run_cli(tmp_path, backends=["torch"], device="cpu", families=["gemm"], **SMALL)
     assert proc.returncode == 0 and doc["status"] == "succeeded", doc["error"]
@@ -127,6 +128,7 @@ def test_torch_cpu_backend_runs_every_precision_it_can(tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["numpy", pytest.param("torch", marks=needs_torch)])
+@pytest.mark.process
 def test_a_deliberately_wrong_result_fails_the_job(tmp_path, backend):
     proc, doc = run_cli(
         tmp_path,
@@ -189,6 +191,7 @@ def test_the_same_job_without_corruption_passes(ctx):
     assert result.status == "succeeded"
 
 
+@pytest.mark.process
 def test_the_fingerprint_comes_from_the_probe(ctx, bare_env, use_env):
     use_env(bare_env)
     _result, doc = run_job(
@@ -257,6 +260,7 @@ def tool_path(tmp_path, monkeypatch):
     return bin_dir
 
 
+@pytest.mark.process
 def test_rocblas_bench_backend_builds_runs_and_parses(ctx, tool_path):
     make_tool(tool_path, "rocblas-bench", FAKE_ROCBLAS)
     result, doc = run_job(
@@ -281,6 +285,7 @@ def test_rocblas_bench_backend_builds_runs_and_parses(ctx, tool_path):
     assert "hot calls" in method
 
 
+@pytest.mark.process
 def test_hipblaslt_bench_backend(ctx, tool_path):
     make_tool(tool_path, "hipblaslt-bench", FAKE_HIPBLASLT)
     result, doc = run_job(
@@ -320,6 +325,7 @@ print(json.dumps([{"gpu": 0, "power": {"socket_power": {"value": 700, "unit": "W
 """
 
 
+@pytest.mark.process
 def test_two_backends_on_one_gpu_share_one_telemetry_sampler(ctx, tool_path):
     make_tool(tool_path, "rocblas-bench", FAKE_ROCBLAS)
     make_tool(tool_path, "hipblaslt-bench", FAKE_HIPBLASLT)
@@ -344,6 +350,7 @@ def test_two_backends_on_one_gpu_share_one_telemetry_sampler(ctx, tool_path):
     assert rocblas["source"] == "amd-smi" and rocblas["samples"] >= 1 and rocblas == hipblaslt
 
 
+@pytest.mark.process
 def test_a_failing_tool_is_an_error_of_the_case(ctx, tool_path):
     make_tool(
         tool_path,
@@ -357,6 +364,7 @@ def test_a_failing_tool_is_an_error_of_the_case(ctx, tool_path):
     assert "exit status 255" in doc["summary"]["flags"]["errors"][0]
 
 
+@pytest.mark.process
 def test_through_the_command_line(tmp_path):
     params = tmp_path / "params.json"
     params.write_text(
@@ -381,6 +389,7 @@ def test_through_the_command_line(tmp_path):
     validate_result(json.loads((out / "result.json").read_text()))
 
 
+@pytest.mark.process
 def test_runner_modules_import_nothing_heavy():
     code = (
         "import sys, importlib, pkgutil, stack.blas\n"

@@ -135,6 +135,7 @@ def torch_checks():
 
 @needs_torch
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "fp64"])
+@pytest.mark.process
 def test_torch_results_pass_and_a_corrupted_one_fails(torch_checks, precision):
     good, error, bad, detail, sampled, mode = torch_checks[precision]
     assert good and error <= get(precision).tolerance(48)
@@ -143,16 +144,19 @@ def test_torch_results_pass_and_a_corrupted_one_fails(torch_checks, precision):
 
 
 @needs_torch
+@pytest.mark.process
 def test_torch_sampled_check_of_fp8_operands(torch_checks):
     assert torch_checks["fp8"] == [True, "rows:64", False]
 
 
 @needs_torch
+@pytest.mark.process
 def test_torch_int8_must_be_exact(torch_checks):
     assert torch_checks["int8"] == [True, False]
 
 
 @needs_torch
+@pytest.mark.process
 def test_torch_relative_check(torch_checks):
     assert torch_checks["fft"] == [True, False]
 

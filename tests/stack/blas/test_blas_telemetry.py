@@ -142,6 +142,7 @@ while True:
 """
 
 
+@pytest.mark.process
 def test_nvidia_smi_sampler_against_a_fake_driver(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -170,6 +171,7 @@ def test_samplers_without_tools_say_why(tmp_path, monkeypatch):
     assert cpu.source == "none" and "CPU run" in cpu.error
 
 
+@pytest.mark.process
 def test_amd_smi_polling_sampler_against_a_fake_tool(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -70,6 +70,7 @@ def test_the_distribution_is_part_of_every_measurement_and_the_summary(ctx):
 
 
 @needs_torch
+@pytest.mark.process
 def test_torch_operands_are_drawn_in_their_own_precision(tmp_path):
     """Run in a child process: the stack tests keep torch out of the test process."""
     script = f"""

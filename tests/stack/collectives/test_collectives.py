@@ -108,6 +108,7 @@ def _run_gloo(tmp_path, *, ranks: int, max_bytes: int):
 
 @needs_torch
 @pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.process
 def test_real_collectives_on_the_cpu_are_correct_and_measured(tmp_path, ranks):
     result, done = _run_gloo(tmp_path, ranks=ranks, max_bytes=4096)
     assert result["status"] == "succeeded", (result["error"], done.stderr[-2000:])
@@ -146,6 +147,7 @@ def test_the_real_h200_topology_output_with_its_ansi_underline_is_read():
 
 
 @needs_torch
+@pytest.mark.process
 def test_one_rank_keeps_times_but_claims_no_bandwidth(tmp_path):
     result, _ = _run_gloo(tmp_path, ranks=1, max_bytes=1024)
     assert result["status"] == "succeeded", result["error"]

@@ -127,6 +127,7 @@ def test_the_tarball_is_reproducible(tmp_path):
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_convert_gives_the_hipified_tree_and_a_diff_and_survives_hostile_file_names(tmp_path):
     src = tmp_path / "work/src"
     (src / "k").mkdir(parents=True)
@@ -153,6 +154,7 @@ def test_convert_gives_the_hipified_tree_and_a_diff_and_survives_hostile_file_na
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_convert_does_not_need_tables_this_reader_can_extract(tmp_path, monkeypatch):
     from stack.hipify import tables
 
@@ -170,6 +172,7 @@ def test_convert_does_not_need_tables_this_reader_can_extract(tmp_path, monkeypa
 
 @needs_hipify_perl
 @needs_hipcc
+@pytest.mark.process
 def test_compile_check_reports_a_planted_compile_error_at_its_line(tmp_path):
     src = tmp_path / "work/src"
     src.mkdir(parents=True)

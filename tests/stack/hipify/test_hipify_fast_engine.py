@@ -34,6 +34,7 @@ def _compare(root: Path, files: list[str], tables) -> list[str]:
     return mismatches
 
 
+@pytest.mark.process
 def test_the_sample_sources_give_the_tools_counts_warnings_and_refs(tmp_path, tables):
     files = {"sample.cu": SAMPLE_CU, "gl/buffers.h": SAMPLE_GL_H, "pos.cu": SAMPLE_POS}
     for rel, text in files.items():
@@ -42,6 +43,7 @@ def test_the_sample_sources_give_the_tools_counts_warnings_and_refs(tmp_path, ta
     assert _compare(tmp_path, list(files), tables) == []
 
 
+@pytest.mark.process
 def test_pos_carry_over_hides_an_identifier_inside_the_one_found_just_before(tables):
     found = examine(b"nvrtcGetNVVMSize(prog, &size);\n", tables)["warnings"]
     kinds = {(w[2], w[3]) for w in found}
@@ -51,6 +53,7 @@ def test_pos_carry_over_hides_an_identifier_inside_the_one_found_just_before(tab
     assert ("nvrtcGetNVVM", "unsupported") not in kinds
 
 
+@pytest.mark.process
 def test_a_namespaced_device_function_call_is_not_a_warning(tables):
     found = examine(b"__global__ void k() { int v = std::umin(a, b); }\n", tables)["warnings"]
     assert found == []
@@ -58,6 +61,7 @@ def test_a_namespaced_device_function_call_is_not_a_warning(tables):
     assert [(w[2], w[3]) for w in found] == [("umin", "unsupported_device_function")]
 
 
+@pytest.mark.process
 def test_generated_trees_match_the_tool_file_by_file(tmp_path, tables):
     # Property-style: trees drawn from the installed tool's own tables and many code
     # shapes (CRLF, non-ASCII bytes, several identifiers per line, multi-line rewrites).
@@ -70,6 +74,7 @@ def test_generated_trees_match_the_tool_file_by_file(tmp_path, tables):
     assert _compare(tmp_path, files, tables) == []
 
 
+@pytest.mark.process
 def test_a_batch_the_tool_dies_in_is_an_error_not_files_without_findings(tmp_path):
     from stack.tools import ToolError
 
@@ -79,6 +84,7 @@ def test_a_batch_the_tool_dies_in_is_an_error_not_files_without_findings(tmp_pat
         run_examine(["a.cu", "missing.cu", "z.cu"], str(tmp_path), jobs=1)
 
 
+@pytest.mark.process
 def test_quiet_mode_gives_the_tools_conversion_counts_without_warnings(tmp_path, tables):
     (tmp_path / "a.cu").write_text(SAMPLE_CU)
     run = run_examine(["a.cu"], str(tmp_path), quiet_warnings=True)
@@ -92,6 +98,7 @@ def test_quiet_mode_gives_the_tools_conversion_counts_without_warnings(tmp_path,
     assert tool.warnings == []
 
 
+@pytest.mark.process
 def test_the_engine_reads_bytes_as_perl_does(tables):
     data = "// caf\u00e9 texture\r\ncudaMalloc(&p, n);\r\n".encode() + b"\xff cudaFree(p);\n"
     found = examine(data, tables)
@@ -104,6 +111,7 @@ def test_the_engine_reads_bytes_as_perl_does(tables):
     assert [(w[0], w[2], w[5]) for w in found["warnings"]] == [(1, "texture", "comment")]
 
 
+@pytest.mark.process
 def test_tables_come_from_the_cache_file_the_second_time(tmp_path, monkeypatch):
     first = load_tables(cache_dir=tmp_path)
     cached = list(tmp_path.glob("hipify-tables-*.marshal"))
@@ -120,6 +128,7 @@ def test_tables_come_from_the_cache_file_the_second_time(tmp_path, monkeypatch):
     assert os.path.getsize(cached[0]) > 100_000
 
 
+@pytest.mark.process
 def test_the_include_lookbehind_is_what_perl_built_including_its_nul(tables):
     include = next(s for s in tables.substs if s.cuda == "cuda_runtime.h")
     # "\\$%" in the script's string interpolates Perl's $% (0): the class holds \0, not $ or %.
@@ -128,6 +137,7 @@ def test_the_include_lookbehind_is_what_perl_built_including_its_nul(tables):
     assert "\\$" not in include.pattern
 
 
+@pytest.mark.process
 def test_lines_dense_with_hash_table_identifiers_match_the_tool_run_with_a_fixed_seed(
     tmp_path, tables
 ):

@@ -105,6 +105,7 @@ def test_look_alikes_raise_nothing(code):
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_a_scan_counts_hazards_per_rule_and_a_project_can_switch_rules_off(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "reduce.cu").write_text(REDUCTION)

@@ -81,6 +81,7 @@ void g() { cudaGraphExecNodeSetParams(0, 0, 0); }
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_the_estimate_counts_the_projects_code_and_says_what_it_left_out_and_why(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "own.h").write_text(OWN_H)
@@ -121,6 +122,7 @@ def test_the_estimate_counts_the_projects_code_and_says_what_it_left_out_and_why
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_a_project_takes_a_folder_back_from_the_vendored_code(tmp_path):
     (tmp_path / "external").mkdir()
     (tmp_path / "external" / "own.h").write_text(OWN_H)

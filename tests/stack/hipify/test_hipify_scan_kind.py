@@ -68,6 +68,7 @@ def test_files_are_selected_by_extension_and_globs_and_links_are_never_followed(
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_a_scan_job_reports_findings_totals_effort_and_artifacts(tmp_path):
     _tree(
         tmp_path / "work/src",
@@ -122,6 +123,7 @@ def test_a_scan_job_reports_findings_totals_effort_and_artifacts(tmp_path):
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_both_engines_give_the_same_findings_json_for_a_tree(tmp_path):
     _tree(tmp_path / "src", {"sample.cu": SAMPLE_CU, "gl.h": SAMPLE_GL_H})
     fast = scan_tree(tmp_path / "src", engine="fast")
@@ -134,6 +136,7 @@ def test_both_engines_give_the_same_findings_json_for_a_tree(tmp_path):
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_a_tree_scanned_twice_with_one_file_changed_re_examines_only_that_file(tmp_path):
     files = {f"k{i}.cu": SAMPLE_CU.replace("scale", f"scale{i}") for i in range(6)}
     files["copy.cu"] = files["k0.cu"]
@@ -151,6 +154,7 @@ def test_a_tree_scanned_twice_with_one_file_changed_re_examines_only_that_file(t
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_a_re_scan_updates_the_previous_totals_to_what_a_scan_from_scratch_gives(tmp_path):
     files = {f"d{i % 3}/k{i}.cu": SAMPLE_CU.replace("scale", f"scale{i}") for i in range(12)}
     src = _tree(tmp_path / "src", files)
@@ -181,6 +185,7 @@ def test_a_re_scan_updates_the_previous_totals_to_what_a_scan_from_scratch_gives
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_a_damaged_totals_state_is_summed_again_not_trusted(tmp_path):
     import sqlite3
 
@@ -197,6 +202,7 @@ def test_a_damaged_totals_state_is_summed_again_not_trusted(tmp_path):
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_edits_do_not_grow_a_projects_cache_without_bound(tmp_path, monkeypatch):
     import sqlite3
 
@@ -229,6 +235,7 @@ def test_edits_do_not_grow_a_projects_cache_without_bound(tmp_path, monkeypatch)
 
 
 @needs_hipify_perl
+@pytest.mark.process
 def test_an_aggregate_another_scan_pruned_meanwhile_is_derived_from_the_record(
     tmp_path, monkeypatch
 ):

@@ -42,6 +42,7 @@ def profiled(tmp_path_factory):
     return rows, json.loads((folder / "trace.json").read_text())
 
 
+@pytest.mark.slow
 def test_key_averages_become_plain_rows_with_times_in_microseconds(profiled):
     rows, _ = profiled
     mm = next(r for r in rows if r["key"] == "aten::mm")
@@ -50,6 +51,7 @@ def test_key_averages_become_plain_rows_with_times_in_microseconds(profiled):
     assert all(isinstance(v, str | int | float) for r in rows for v in r.values())
 
 
+@pytest.mark.process
 def test_on_the_cpu_the_profile_is_the_operators_self_time(profiled):
     rows, _ = profiled
     kernels, total = top_kernels(torch_profiler.parse_key_averages(rows), 10)
@@ -65,6 +67,7 @@ def test_on_the_cpu_the_profile_is_the_operators_self_time(profiled):
     )
 
 
+@pytest.mark.process
 def test_the_chrome_trace_has_the_operators_as_complete_events(profiled):
     _, document = profiled
     ops = torch_profiler.parse_chrome_trace(document, torch_profiler.OPERATOR_CATEGORY)
@@ -85,6 +88,7 @@ def test_gpu_kernels_are_read_from_kernel_events_in_microseconds():
     assert (gemm.calls, gemm.total_ns, gemm.durations_ns) == (2, 359000, [178500, 180500])
 
 
+@pytest.mark.process
 def test_a_trace_too_large_keeps_its_metadata_and_its_latest_events(profiled):
     _, document = profiled
     size = len(json.dumps(document))
@@ -101,6 +105,7 @@ def test_a_trace_too_large_keeps_its_metadata_and_its_latest_events(profiled):
     assert trimmed["schemaVersion"] == document["schemaVersion"]
 
 
+@pytest.mark.process
 def test_a_trace_within_the_limit_is_kept_whole(profiled):
     _, document = profiled
     assert torch_profiler.trim_trace(document, 10**9) == (document, 0)

@@ -74,6 +74,7 @@ def test_repeated_calls_count_and_the_most_frequent_come_first():
     assert shapes_from_rows(rows)[0] == BlasGemm("bf16", 4096, 8192, 4096, 1, "T", "N")
 
 
+@pytest.mark.slow
 def test_a_real_cpu_trace_with_record_shapes_gives_the_blas_calls_of_linear_and_bmm(tmp_path):
     torch = pytest.importorskip("torch")
     linear = torch.nn.Linear(64, 192)
