@@ -2,7 +2,8 @@
 # The test tiers (docs/development.md). pytest's exit 5 ("no tests collected") is a
 # failure here: a suite that silently runs nothing must never look green.
 #
-#   scripts/test.sh            everything (make test)
+#   scripts/test.sh            everything (make test), on every core: pytest-xdist with
+#                              --dist loadgroup (tests/tiers.py says what stays together)
 #   scripts/test.sh --fast     the in-process tier (make test-fast): no subprocess, no
 #                              server, no container, no browser; the test databases are
 #                              kept between runs (--reuse-db), one per xdist worker
@@ -15,7 +16,9 @@ if [ "${1:-}" = "--fast" ]; then
     fast=$(.venv/bin/python -c 'from tests.tiers import FAST_EXPRESSION; print(FAST_EXPRESSION)')
     # Its own kept databases: a whole-suite run (which drops what it made) never takes them.
     export ROCPATH_TEST_DB="${ROCPATH_TEST_DB:-test_rocpath_fast_$(pwd | sha256sum | cut -c1-8)}"
-    args=(-m "$fast" --reuse-db -n "${ROCPATH_TEST_WORKERS:-auto}" -p no:cacheprovider)
+    args=(-m "$fast" --reuse-db -n "${ROCPATH_TEST_WORKERS:-auto}")
+elif [ $# -eq 0 ]; then
+    args=(-n "${ROCPATH_TEST_WORKERS:-auto}" --dist loadgroup --durations=30)
 fi
 .venv/bin/python -m pytest "${args[@]}" "$@"
 code=$?

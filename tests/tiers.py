@@ -61,10 +61,30 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
 
 
+def xdist_group(item: pytest.Item, have: set[str]) -> str | None:
+    """Which tests ``make test`` (pytest-xdist, --dist loadgroup) keeps on one worker.
+
+    One Slurm cluster and one job-image build per run, not one per xdist worker; and a
+    module that starts processes keeps its module-scoped set-up (Chromium, a live server)
+    and its own timing on one worker. In-process tests go wherever a worker is free.
+    """
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & {"slurm_cluster", "slurm_worker"}:
+        return "slurm"
+    if "containers" in have:
+        return "docker"
+    if have & set(PROCESS_MARKERS) - {"process"}:
+        return item.nodeid.split("::")[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     errors = []
     for item in items:
         have = {mark.name for mark in item.iter_markers()}
+        if group := xdist_group(item, have):
+            item.add_marker(pytest.mark.xdist_group(group))
         for fixture in getattr(item, "fixturenames", ()):
             wanted = FIXTURE_MARKERS.get(fixture)
             if wanted and wanted not in have:
@@ -101,6 +121,7 @@ def _in_process_only(item: pytest.Item) -> Iterator[None]:
         patch.setattr(subprocess, "_fork_exec", _refuse("starts a subprocess"))
         patch.setattr(_posixsubprocess, "fork_exec", _refuse("starts a subprocess"))
         patch.setattr(os, "fork", _refuse("forks"))
+        patch.setattr(os, "forkpty", _refuse("forks"))
         patch.setattr(os, "posix_spawn", _refuse("spawns a process"))
         patch.setattr(os, "posix_spawnp", _refuse("spawns a process"))
         patch.setattr(os, "system", _refuse("runs a shell command"))

@@ -12,13 +12,16 @@ os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("SECRET_KEY", "test-only-not-secret")
 # Jobs run locally unless a test asks for the docker executor (tests/containers).
 os.environ.setdefault("ROCPATH_EXECUTOR", "local")
-# One deployment per suite: its job containers are its own on a shared engine, and the
-# workers a test starts (which inherit this environment) sweep the same ones as the test.
+# One deployment per suite, and per pytest-xdist worker of a suite run in parallel: its
+# job containers are its own on a shared engine, and the workers a test starts (which
+# inherit this environment) sweep the same ones as the test, never the other xdist
+# worker's.
 os.environ.setdefault(
     "ROCPATH_DEPLOYMENT",
     "test-"
     + hashlib.sha256(
-        f"{os.environ.get('ROCPATH_TEST_DB', 'test_rocpath')}\n{__file__}".encode()
+        f"{os.environ.get('ROCPATH_TEST_DB', 'test_rocpath')}\n{__file__}\n"
+        f"{os.environ.get('PYTEST_XDIST_WORKER', '')}".encode()
     ).hexdigest()[:10],
 )
 

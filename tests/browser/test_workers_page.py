@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from jobs.choices import JobStatus
 from jobs.models import Worker
@@ -69,8 +70,10 @@ def test_the_workers_page_shows_live_and_gone_workers_without_a_csp_violation(pa
     gone_row = page.locator(f'tr[data-worker="{gone.pk}"]')
     assert live_row.locator(".worker-state").inner_text() == "live"
     assert gone_row.locator(".worker-state").inner_text() == "gone"
-    assert float(gone_row.evaluate("r => getComputedStyle(r).opacity")) < 1  # greyed
-    assert float(live_row.evaluate("r => getComputedStyle(r).opacity")) == 1
+    # The table is swapped every second: expect() waits for the state instead of reading
+    # a row that a swap may be replacing at that instant.
+    expect(gone_row).to_have_css("opacity", "0.55")  # greyed (rocpath.css)
+    expect(live_row).to_have_css("opacity", "1")
     assert "8 \u00d7 AMD Instinct MI300X" in live_row.inner_text()
     assert live_row.locator(f'a[data-job="{running.pk}"]').count() == 1
     if folder := os.environ.get("ROCPATH_SCREENSHOTS"):
