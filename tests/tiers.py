@@ -144,6 +144,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    # Where the next test is in another module (or there is none), module- and
+    # session-scoped fixtures end here too; one that started a process was set up by a
+    # marked test (set-up is guarded), so its end is not this test's doing.
+    if nextitem is None or nextitem.path != item.path:
+        return (yield)
     with _in_process_only(item):
         return (yield)

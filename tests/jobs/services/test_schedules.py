@@ -348,6 +348,7 @@ print(len(fire_schedules()))
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.process
 def test_two_beat_processes_at_once_make_one_job_per_due_schedule(settings, tmp_path):
     team = make_team()
     owner = make_user()

@@ -43,6 +43,7 @@ def profiled(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_key_averages_become_plain_rows_with_times_in_microseconds(profiled):
     rows, _ = profiled
     mm = next(r for r in rows if r["key"] == "aten::mm")
