@@ -49,6 +49,7 @@ test-fast: venv
 
 test: lint check
 	@scripts/test.sh
+	@scripts/test.sh --sqlite
 
 bench: venv
 	$(BIN)/python bench/dispatch.py --jobs 600

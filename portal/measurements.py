@@ -13,25 +13,15 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from typing import Any
 
-from django.db.models import Func, IntegerField, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
 
 from jobs.models import Job, Measurement
+from jobs.models.measurement import SampleCount
 
 PER_PAGE = 50
 CSV_COLUMNS = ("benchmark", "metric", "unit", "value", "better", "samples")
-
-
-class SampleCount(Func):
-    """How many samples a measurement holds, counted where they are stored."""
-
-    function = "jsonb_array_length"
-    output_field = IntegerField()
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(compiler, connection, function="json_array_length", **extra)
 
 
 def without_samples(job: Job) -> QuerySet[Measurement]:

@@ -34,13 +34,13 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Exists, IntegerField, OuterRef, TextField
-from django.db.models.expressions import RawSQL
+from django.db.models import Exists, OuterRef, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
 from jobs.access import jobs_for
 from jobs.models import Environment, Job, Measurement
+from jobs.models.measurement import SampleCount
 from results import detect
 from results.stats import Ratio, ratio_interval
 from stack.kinds import KINDS
@@ -51,15 +51,6 @@ MAX_COLUMNS = 8  # jobs in one comparison: a table wider than this is not read
 MAX_ROWS = 5000  # cases in one comparison
 MAX_HISTORY = 1000  # runs in one history
 RATIO_CACHE_S = 7 * 24 * 3600  # a ratio of two stored measurements never changes
-
-# How many raw samples, counted in the database: a page needs the count, not
-# the lists (parsed only for an interval not yet in the cache).
-SAMPLE_COUNT = RawSQL(
-    "CASE WHEN jsonb_typeof(jobs_measurement.samples) = 'array' "
-    "THEN jsonb_array_length(jobs_measurement.samples) ELSE 0 END",
-    [],
-    output_field=IntegerField(),
-)
 
 
 # Query parameter -> Environment field, for the facets a comparison filters on.
@@ -557,7 +548,7 @@ def compare(user: AnyUser, query: CompareQuery) -> Comparison:
     found = measurements.annotate(
         case_text=Cast("case", TextField()),
         samples_text=Cast("samples", TextField()),
-        n_samples=SAMPLE_COUNT,
+        n_samples=SampleCount("samples"),
     ).values_list(
         "id",
         "job_id",
@@ -766,7 +757,7 @@ def history(user: AnyUser, query: HistoryQuery) -> History:
             metric=query.metric,
             case=query.case,
         )
-        .annotate(n_samples=SAMPLE_COUNT)
+        .annotate(n_samples=SampleCount("samples"))
         .order_by("-job__created_at", "-job_id", "-id")
         .values_list("job_id", "job__created_at", "value", "n_samples", "unit", "better")[
             : query.limit

@@ -44,3 +44,7 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(  # noqa: F405
 DATABASES["default"].setdefault("TEST", {})["NAME"] = os.environ.get(  # noqa: F405
     "ROCPATH_TEST_DB", "test_rocpath_" + hashlib.sha256(__file__.encode()).hexdigest()[:8]
 )
+# On the embedded defaults' database (DATABASE_URL=sqlite:///…: scripts/test.sh --sqlite)
+# the test database is in memory unless named: each xdist worker is a process of its own.
+if DATABASES["default"]["ENGINE"].endswith("sqlite3") and "ROCPATH_TEST_DB" not in os.environ:  # noqa: F405
+    DATABASES["default"]["TEST"]["NAME"] = None  # noqa: F405
