@@ -522,6 +522,11 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
         "decision_choices": ApiDecision.Decision.choices,
         "hazard_rules": describe_rules(project.porting_setting("hazards_off")),
         "porting_settings": project.porting_settings or {},
+        # One glob a line, as the form's textareas show and read them back.
+        "porting_globs": {
+            key: "\n".join((project.porting_settings or {}).get(key, []))
+            for key in ("vendored", "not_vendored")
+        },
         "files": report["files"] if export else files_page.object_list,
         "files_page": None if export else files_page,
         "css": (Path(settings.BASE_DIR) / "static" / "css" / "rocpath.css").read_text()

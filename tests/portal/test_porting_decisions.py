@@ -246,3 +246,32 @@ def test_the_convert_jobs_diff_is_shown_in_its_page_a_page_of_files_at_a_time(us
     assert '<span class="diff-add">+void f0() { hipMalloc(0, 0); }</span>' in first
     second = diff(client.get(f"/jobs/{job.pk}/", {"diff_page": 2}).content.decode())
     assert "src/k11.cu" in second and "src/k00.cu" not in second
+
+
+@needs_hipify
+@pytest.mark.process
+def test_the_settings_form_shows_what_was_saved_and_saving_it_again_changes_nothing(user, team):
+    import html
+    import re
+
+    project = make_project(team)
+    _upload(project, user, CUDA)
+    _scan(user, project)
+    client = Client()
+    client.force_login(user)
+    saved = {"vendored": "libs/**\n*_gen.h", "not_vendored": "external/ours/**"}
+    client.post(f"/projects/{project.pk}/porting/settings/", {**saved, "hazards_off": "nvml"})
+    project.refresh_from_db()
+    before = project.porting_settings
+
+    page = client.get(f"/projects/{project.pk}/porting/").content.decode()
+    shown = {
+        name: html.unescape(
+            re.search(rf'<textarea id="{name}"[^>]*>(.*?)</textarea>', page, re.S)[1]
+        )
+        for name in saved
+    }
+    assert shown == saved  # one glob a line, no template text
+    client.post(f"/projects/{project.pk}/porting/settings/", {**shown, "hazards_off": "nvml"})
+    project.refresh_from_db()
+    assert project.porting_settings == before
