@@ -36,7 +36,16 @@ if ! scripts/install-sandbox.sh --check >/dev/null 2>&1; then
     fi
 fi
 $BIN/python manage.py migrate --no-input
-$BIN/python manage.py collectstatic --no-input -v 0
+# Static files are collected (and compressed) once per content: a restart with the same
+# files and the same packages skips it. (The sidecar's source maps cannot simply be left
+# out: the manifest storage follows the bundles' sourceMappingURL and refuses.)
+STATIC_STAMP="$VAR/static.stamp"
+static_key=$({ cat requirements.txt; find static -type f -printf '%P %s %T@\n' | sort; \
+    echo "${ROCPATH_STATIC_ROOT:-}"; } | sha256sum | cut -c1-32)
+if [ "$(cat "$STATIC_STAMP" 2>/dev/null)" != "$static_key" ]; then
+    $BIN/python manage.py collectstatic --no-input -v 0
+    mkdir -p "$VAR" && echo "$static_key" >"$STATIC_STAMP"
+fi
 LOGIN=$($BIN/python manage.py bootstrap_demo)
 FACTS=$($BIN/python -c '
 import django
@@ -67,7 +76,8 @@ declare -A PID=() STARTED=() BACKOFF=() RESTART_AT=() LABEL=(
 )
 run_web() {
     exec $BIN/gunicorn config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 4 \
-        --graceful-timeout 5 --access-logfile "$LOG/web-access.log" --error-logfile -
+        --graceful-timeout 5 --access-logfile "$LOG/web-access.log" --error-logfile - \
+        --control-socket "$RUN/gunicorn.ctl"
 }
 run_worker() { exec $BIN/celery -A config worker --loglevel INFO -Q "$JOB_QUEUE" -n "$WORKER_NODE"; }
 run_control() {
@@ -146,8 +156,25 @@ if [ "${ROCPATH_LOG_TERMINAL:-0}" = 1 ]; then
 fi
 for name in "${SERVICES[@]}"; do start "$name"; done
 
-sleep 2 &
-wait $! || true
+# The URL is printed once the web server answers /healthz (a 503 naming a service that is
+# down is an answer too: the page then says which), polled while the web server lives.
+answers() {
+    $BIN/python -c 'import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=2)
+except urllib.error.HTTPError:
+    pass
+except Exception:
+    sys.exit(1)' "http://$HOST:$PORT/healthz"
+}
+until answers || [ "$STATE" != running ]; do
+    if ! kill -0 "${PID[web]}" 2>/dev/null; then
+        say "the web server exited before it answered; its log: $LOG/web.log"
+        break
+    fi
+    sleep 0.2 &
+    wait $! || true
+done
 cat <<MSG
 
   rocpath is running
