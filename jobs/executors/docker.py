@@ -279,8 +279,34 @@ class ContainerRun(Started):
         self.watch = OutWatch(container, spec)
         self.watch.start()
 
+    # The attach stream of a container that exited at once may never end even attached
+    # before start (seen 2 of 5 with the engine under load): with no output, the engine is
+    # asked every EXIT_POLL_S whether the container still runs, and the stream of one that
+    # exited is given EXIT_DRAIN_S to end before it is taken as ended.
+    EXIT_POLL_S = 1.0
+    EXIT_DRAIN_S = 2.0
+
+    _next_poll = 0.0
+    _exited_at: float | None = None
+
     def read(self, timeout: float) -> list[tuple[str, bytes]] | None:
-        return self.output.read(timeout)
+        chunks = self.output.read(timeout)
+        if chunks != []:
+            return chunks
+        now = time.monotonic()
+        if self._exited_at is None and now >= self._next_poll:
+            import docker
+            import requests
+
+            self._next_poll = now + self.EXIT_POLL_S
+            # an engine that does not answer now is asked again at the next poll
+            with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
+                self.container.reload()
+                if self.container.status in {"exited", "dead"}:
+                    self._exited_at = now
+        if self._exited_at is not None and now - self._exited_at >= self.EXIT_DRAIN_S:
+            return None
+        return chunks
 
     def stop(self) -> None:
         _stop(self.container)
