@@ -524,8 +524,7 @@ def project_porting(request: HttpRequest, pk: int) -> HttpResponse:
         "porting_settings": project.porting_settings or {},
         # One glob a line, as the form's textareas show and read them back.
         "porting_globs": {
-            key: "\n".join((project.porting_settings or {}).get(key, []))
-            for key in ("vendored", "not_vendored")
+            key: "\n".join(project.porting_setting(key)) for key in ("vendored", "not_vendored")
         },
         "files": report["files"] if export else files_page.object_list,
         "files_page": None if export else files_page,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 from django.test import Client
 from django.utils import timezone
@@ -250,15 +253,13 @@ def test_the_convert_jobs_diff_is_shown_in_its_page_a_page_of_files_at_a_time(us
 
 @needs_hipify
 @pytest.mark.process
-def test_the_settings_form_shows_what_was_saved_and_saving_it_again_changes_nothing(user, team):
-    import html
-    import re
-
+def test_the_settings_form_shows_what_was_saved_and_saving_it_again_changes_nothing(
+    user, team, member_client
+):
     project = make_project(team)
     _upload(project, user, CUDA)
     _scan(user, project)
-    client = Client()
-    client.force_login(user)
+    client = member_client
     saved = {"vendored": "libs/**\n*_gen.h", "not_vendored": "external/ours/**"}
     client.post(f"/projects/{project.pk}/porting/settings/", {**saved, "hazards_off": "nvml"})
     project.refresh_from_db()
