@@ -16,20 +16,19 @@ args=()
 # What a newcomer's first run serves: every page, and the REST API.
 SQLITE_FAMILIES=(tests/portal tests/jobs/api tests/results/api tests/results/test_api.py
     tests/results/test_compare.py tests/teams/test_sources.py)
+fast_tier() { .venv/bin/python -c 'from tests.tiers import FAST_EXPRESSION; print(FAST_EXPRESSION)'; }
 if [ "${1:-}" = "--fast" ]; then
     shift
-    fast=$(.venv/bin/python -c 'from tests.tiers import FAST_EXPRESSION; print(FAST_EXPRESSION)')
     # Its own kept databases: a whole-suite run (which drops what it made) never takes them.
     export ROCPATH_TEST_DB="${ROCPATH_TEST_DB:-test_rocpath_fast_$(pwd | sha256sum | cut -c1-8)}"
-    args=(-m "$fast" --reuse-db -n "${ROCPATH_TEST_WORKERS:-auto}")
+    args=(-m "$(fast_tier)" --reuse-db -n "${ROCPATH_TEST_WORKERS:-auto}")
 elif [ "${1:-}" = "--sqlite" ]; then
     shift
-    fast=$(.venv/bin/python -c 'from tests.tiers import FAST_EXPRESSION; print(FAST_EXPRESSION)')
     sqlite_dir=$(mktemp -d)
     trap 'rm -rf "$sqlite_dir"' EXIT
     export DATABASE_URL="sqlite:///$sqlite_dir/rocpath.sqlite3"
     unset ROCPATH_TEST_DB
-    args=(-m "$fast" -n "${ROCPATH_TEST_WORKERS:-auto}")
+    args=(-m "$(fast_tier)" -n "${ROCPATH_TEST_WORKERS:-auto}")
     case " $* " in *" tests"*) ;; *) args+=("${SQLITE_FAMILIES[@]}") ;; esac
 elif [ $# -eq 0 ]; then
     args=(-n "${ROCPATH_TEST_WORKERS:-auto}" --dist loadgroup --durations=30)
