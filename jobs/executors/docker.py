@@ -278,6 +278,8 @@ class ContainerRun(Started):
         self.output = ContainerOutput(output)
         self.watch = OutWatch(container, spec)
         self.watch.start()
+        self._next_poll = 0.0  # when the engine is next asked whether it still runs
+        self._exited_at: float | None = None  # when it was first seen exited
 
     # The attach stream of a container that exited at once may never end even attached
     # before start (seen 2 of 5 with the engine under load): with no output, the engine is
@@ -285,9 +287,6 @@ class ContainerRun(Started):
     # exited is given EXIT_DRAIN_S to end before it is taken as ended.
     EXIT_POLL_S = 1.0
     EXIT_DRAIN_S = 2.0
-
-    _next_poll = 0.0
-    _exited_at: float | None = None
 
     def read(self, timeout: float) -> list[tuple[str, bytes]] | None:
         chunks = self.output.read(timeout)
