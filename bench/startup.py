@@ -32,18 +32,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "var" / "bench"
 
+# The child times its own set-up, then says which heavy libraries it had loaded by then.
 CHILD = """
-import time
+import json, sys, time
 t = time.perf_counter()
 import django
 {body}
-print(time.perf_counter() - t)
+elapsed = time.perf_counter() - t
+print(json.dumps([elapsed, [m for m in {heavy} if m in sys.modules]]))
 """
 SETUP = "django.setup()"
-HEAVY_CHECK = (
-    "import sys; heavy = [m for m in ('numpy','scipy','ruptures','pygal','torch') "
-    "if m in sys.modules]; print(heavy)"
-)
+HEAVY = ("numpy", "scipy", "ruptures", "pygal", "torch")
 
 
 def tree_at(ref: str) -> Path:
@@ -62,11 +61,11 @@ def tree_at(ref: str) -> Path:
     return dest
 
 
-def once(tree: Path, body: str, settings: str) -> tuple[float, float]:
+def once(tree: Path, body: str, settings: str) -> tuple[float, float, list[str]]:
     env = dict(os.environ, DJANGO_SETTINGS_MODULE=settings, PYTHONDONTWRITEBYTECODE="")
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD.format(body=body)],
+        [sys.executable, "-c", CHILD.format(body=body, heavy=HEAVY)],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -76,7 +75,8 @@ def once(tree: Path, body: str, settings: str) -> tuple[float, float]:
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{tree}: {proc.stderr[-2000:]}")
-    return float(proc.stdout.strip().splitlines()[-1]), wall
+    elapsed, heavy = json.loads(proc.stdout.strip().splitlines()[-1])
+    return float(elapsed), wall, heavy
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -108,24 +108,12 @@ def main() -> None:
 
     inner: dict[str, list[float]] = {name: [] for name in programs}
     walls: dict[str, list[float]] = {name: [] for name in programs}
+    heavy: dict[str, list[str]] = {}
     for _ in range(args.runs):
         for name, (tree, body) in programs.items():
-            setup_s, wall_s = once(tree, body, args.settings)
+            setup_s, wall_s, heavy[name] = once(tree, body, args.settings)
             inner[name].append(setup_s)
             walls[name].append(wall_s)
-
-    heavy = {}
-    for name, (tree, body) in programs.items():
-        if body == SETUP:
-            check = subprocess.run(
-                [sys.executable, "-c", f"import django; django.setup(); {HEAVY_CHECK}"],
-                cwd=tree,
-                env=dict(os.environ, DJANGO_SETTINGS_MODULE=args.settings),
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            heavy[name] = check.stdout.strip()
     report = {
         "runs": args.runs,
         "settings": args.settings,
