@@ -19,14 +19,19 @@ help:
 	@echo "make bench  benchmarks of rocpath itself (bench/)"
 	@echo "make images start a Docker engine if needed, build the job images (docs/containers.md)"
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# The venv's path is keyed by the requirements' content, so a venv that exists and runs is
+# the right one: no mtime is compared (a fresh clone's files are all new). Two clones
+# building the same venv at once take turns (flock); a half-built one is built again.
+venv:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rocpath needs Python >= 3.11")'
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
-	touch $@
-
-venv: $(VENV)/.installed
+	@mkdir -p $(CACHE_DIR)
+	@flock $(VENV).lock $(SHELL) -c '\
+	  if [ "$$(cat $(VENV)/.installed 2>/dev/null)" = "$(VENV_KEY)" ] && $(VENV)/bin/python -c "" 2>/dev/null; then exit 0; fi; \
+	  echo "building the virtualenv $(VENV) (once per requirements content)"; \
+	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && \
+	  $(VENV)/bin/pip install --quiet --upgrade pip && \
+	  $(VENV)/bin/pip install --quiet -r requirements-dev.txt && \
+	  echo "$(VENV_KEY)" >$(VENV)/.installed'
 	@if [ "$$(readlink .venv 2>/dev/null)" != "$(VENV)" ]; then rm -rf .venv; ln -s $(VENV) .venv; fi
 
 run: venv

@@ -37,10 +37,10 @@ if ! scripts/install-sandbox.sh --check >/dev/null 2>&1; then
 fi
 $BIN/python manage.py migrate --no-input
 # Static files are collected (and compressed) once per content: a restart with the same
-# files and the same packages skips it. (The sidecar's source maps cannot simply be left
-# out: the manifest storage follows the bundles' sourceMappingURL and refuses.)
+# files, packages and storage skips it. The sidecar's source maps and Redoc are not
+# collected (config/staticfiles.py).
 STATIC_STAMP="$VAR/static.stamp"
-static_key=$({ cat requirements.txt; find static -type f -printf '%P %s %T@\n' | sort; \
+static_key=$({ cat requirements.txt config/staticfiles.py; find static -type f -print0 | sort -z | xargs -0 sha256sum; \
     echo "${ROCPATH_STATIC_ROOT:-}"; } | sha256sum | cut -c1-32)
 if [ "$(cat "$STATIC_STAMP" 2>/dev/null)" != "$static_key" ]; then
     $BIN/python manage.py collectstatic --no-input -v 0
@@ -109,8 +109,19 @@ drain() {
     alive worker && kill -TERM "${PID[worker]}" # warm shutdown: no new jobs, running ones finish
     # Said at once: counting starts a manage.py, which takes a while on a loaded machine.
     say "stopping: the worker takes no new jobs and lets the running ones finish. Ctrl-C again cancels them"
+    say_running
+}
+# Said again while the worker drains whenever the count changes: a job the worker had
+# taken but not yet marked running when the first count ran is counted by a later one.
+SAID_COUNT=""
+RECOUNT_EVERY_S=5
+say_running() {
     local count
     count=$(running_jobs)
+    RECOUNT_AT=$((SECONDS + RECOUNT_EVERY_S))
+    [ "$count" = "$SAID_COUNT" ] && return 0
+    [ "$STATE" = draining ] || return 0 # a Ctrl-C came while it counted
+    SAID_COUNT=$count
     if [ "$count" = 0 ]; then
         say "no job is running"
     else
@@ -119,9 +130,10 @@ drain() {
 }
 cancel_jobs() {
     STATE=canceling
-    CANCEL_DEADLINE=$((SECONDS + CANCEL_WAIT_S))
     local count
     count=$(running_jobs --cancel --reason "make run's second Ctrl-C (worker stopped)")
+    # The deadline starts once the cancel is sent, not before a count slowed by a busy machine.
+    CANCEL_DEADLINE=$((SECONDS + CANCEL_WAIT_S))
     say "canceling $(jobs_n "$count") (they end canceled: worker stopped), then the worker stops; Ctrl-C again kills it at once"
 }
 kill_all() {
@@ -196,9 +208,13 @@ while :; do
         say "the worker did not stop within ${CANCEL_WAIT_S} s of the cancel; killing it"
         kill_all
     fi
-    # A tick while a restart or the cancel deadline is due; else only a process or a signal wakes us.
+    if [ "$STATE" = draining ] && alive worker && [ "$SECONDS" -ge "${RECOUNT_AT:-0}" ]; then
+        say_running
+    fi
+    # A tick while a restart, a recount or the cancel deadline is due; else only a process or
+    # a signal wakes us.
     timer=""
-    if [ ${#RESTART_AT[@]} -gt 0 ] || [ "$STATE" = canceling ] || [ ${#live[@]} -eq 0 ]; then
+    if [ ${#RESTART_AT[@]} -gt 0 ] || [ "$STATE" != running ] || [ ${#live[@]} -eq 0 ]; then
         sleep 1 &
         timer=$!
     fi

@@ -66,7 +66,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "django.contrib.staticfiles",
+    "config.staticfiles.StaticFiles",  # django.contrib.staticfiles without source maps
     "rest_framework",
     "rest_framework.authtoken",
     "axes",
@@ -156,7 +156,7 @@ STATIC_ROOT = Path(env_str("ROCPATH_STATIC_ROOT", str(VAR_DIR / "static")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "config.staticfiles.StaticStorage"},
 }
 WHITENOISE_USE_FINDERS = DEBUG
 

@@ -108,7 +108,11 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["team", "-created_at"], name="job_team_created")]
+        indexes = [
+            models.Index(fields=["team", "-created_at"], name="job_team_created"),
+            # What a worker runs: make run's Ctrl-C count and the reaper ask it by worker.
+            models.Index(fields=["worker", "status"], name="job_worker_status"),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.pk} {self.kind} ({self.status})"

@@ -31,9 +31,12 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **opts: object) -> None:
         node = host_format(str(opts["worker"]))
-        running = list(Job.objects.filter(status=JobStatus.RUNNING, worker=node))
-        if opts["cancel"]:
-            for job in running:
-                with contextlib.suppress(IllegalTransition):  # it ended meanwhile
-                    services.cancel_job(job, by=str(opts["reason"]))
-        self.stdout.write(str(len(running)))
+        running = Job.objects.filter(worker=node, status=JobStatus.RUNNING)  # job_worker_status
+        if not opts["cancel"]:
+            self.stdout.write(str(running.count()))
+            return
+        jobs = list(running)
+        for job in jobs:
+            with contextlib.suppress(IllegalTransition):  # it ended meanwhile
+                services.cancel_job(job, by=str(opts["reason"]))
+        self.stdout.write(str(len(jobs)))
