@@ -309,6 +309,11 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
         if tuned is not None:
             result.summary.setdefault("tuned_file_used", tuned)
         document = build_result(kind.name, result, started_at, utc_now_iso(), out)
+    except Terminated as exc:
+        # The worker stopping the run (a cancel, a timeout) is expected, not a bug: one
+        # info line, no traceback, which would read as a crash in the job's log.
+        emit.log(f"canceled: {exc} (the worker stopped the run)")
+        document = _errored(kind.name, started_at, f"{type(exc).__name__}: {exc}")
     except BaseException as exc:  # the job must end with a result, whatever happened
         import traceback
 
