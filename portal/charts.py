@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -107,24 +108,74 @@ def _remembered(parts: object, draw: Callable[[], SafeString]) -> SafeString:
     return svg
 
 
+def nice_ticks(low: float, high: float, most: int = 6) -> list[float]:
+    """Round ticks from at or below ``low`` to at or above ``high``.
+
+    pygal picks its y ticks inside the data's range, so the highest point of a chart sat
+    above the last labelled tick (issue 36); ticks that cover the data, on steps of 1, 2,
+    2.5 or 5 times a power of ten, are read at a glance.
+    """
+    low, high = min(low, 0.0), max(high, 0.0)
+    if high == low:
+        high = low + 1.0
+    raw = (high - low) / max(most - 1, 1)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
+    return [round(i * step, 12) for i in range(first, last + 1)]
+
+
+def _size_label(log2_value: float) -> str:
+    """A log2 axis's position as the size it stands for: 13 -> "8192", -1 -> "0.5"."""
+    size = 2**log2_value
+    if size >= 10 or abs(size - round(size)) < 1e-6 * size:
+        return str(round(size))
+    return f"{size:.3g}"
+
+
+MAX_X_LABELS = 16  # every size labelled up to this many; beyond, one label per power of two
+
+
 def xy_chart(
     title: str,
     series: dict[str, Sequence[tuple[float, float]]],
     *,
     x_title: str,
     y_title: str,
+    log2_x: bool = False,
 ) -> SafeString:
-    """Lines of (x, y) points, one per series: e.g. TFLOP/s against matrix size."""
+    """Lines of (x, y) points, one per series: e.g. TFLOP/s against matrix size.
+
+    ``log2_x``: sizes that double (1024 .. 16384) on a log2 axis, each labelled with the
+    size itself; on a linear one the small sizes bunch up at the left. The y axis's ticks
+    always cover the highest and lowest point.
+    """
+    points = {
+        name: sorted((float(x), float(y)) for x, y in values if not log2_x or float(x) > 0)
+        for name, values in series.items()
+    }
+    ys = [y for values in points.values() for _, y in values]
+    options: dict[str, Any] = {}
+    if ys:
+        ticks = nice_ticks(min(ys), max(ys))
+        options.update(range=(ticks[0], ticks[-1]), y_labels=ticks)
+    if log2_x:
+        points = {name: [(math.log2(x), y) for x, y in values] for name, values in points.items()}
+        xs = sorted({x for values in points.values() for x, _ in values})
+        if len(xs) > MAX_X_LABELS and xs:
+            xs = list(range(math.floor(xs[0]), math.ceil(xs[-1]) + 1))
+        options.update(x_labels=xs, x_value_formatter=_size_label)
     chart = _pygal().XY(
         title=title,
         x_title=x_title,
         y_title=y_title,
         dots_size=3,
         logarithmic=False,
+        **options,
         **_common(),
     )
-    for name, points in series.items():
-        chart.add(name, [(float(x), float(y)) for x, y in sorted(points)])
+    for name, values in points.items():
+        chart.add(name, values)
     return _render(chart)
 
 

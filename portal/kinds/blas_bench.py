@@ -138,6 +138,7 @@ def family_charts(rows: Iterable[tuple[str, dict, str, str, float, str]]) -> lis
                         series,
                         x_title=family.x_title,
                         y_title=unit,
+                        log2_x=True,  # sizes double: 1024, 2048 .. 16384
                     )
                 )
     return charts

@@ -1,9 +1,14 @@
 """blas-bench's charts: one per family, metric and unit, the unit on the axis."""
 
+import itertools
+import json
 import re
+from pathlib import Path
 
 from portal.kinds.blas_bench import FAMILY_CHARTS, family_charts
 from stack.blas.schema import FAMILIES
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def _row(benchmark, metric, unit, value, better="higher", **case):
@@ -155,3 +160,53 @@ def test_of_several_layouts_of_one_size_the_fastest_is_drawn_and_of_times_the_le
 
 def test_no_blas_measurements_draw_no_chart():
     assert family_charts([_row("noop", "sleep_s", "s", 0.1, "lower")]) == []
+
+
+def _axis_labels(chart: str, axis: str) -> list[tuple[float, str]]:
+    """(position, text) of an axis's labels: x positions for "x", y positions for "y"."""
+    block = chart[chart.index(f'<g class="axis {axis}') :]
+    block = block[: block.index('<g class="series')] if axis == "x" else block
+    block = block[: block.index('<g class="axis', 10)] if axis == "y" else block
+    text = re.compile(r'<text x="([-\d.]+)" y="([-\d.]+)"[^>]*>([^<]*)</text>')
+    return [(float(x if axis == "x" else y), label) for x, y, label in text.findall(block)]
+
+
+def _real_gemm_chart() -> tuple[str, float]:
+    """The GEMM throughput chart of a real run (docs/results/blas-bench-h200.json)."""
+    document = json.loads((REPO_ROOT / "docs/results/blas-bench-h200.json").read_text())
+    rows = [
+        (m["benchmark"], m["case"], m["metric"], m["unit"], m["value"], m["better"])
+        for m in document["measurements"]
+    ]
+    top = max(
+        m["value"]
+        for m in document["measurements"]
+        if (m["benchmark"], m["metric"], m["unit"]) == ("gemm", "throughput", "TFLOP/s")
+    )
+    (chart,) = [c for c in family_charts(rows) if "GEMM: throughput (TFLOP/s)" in c]
+    return chart, top
+
+
+def test_the_gemm_charts_y_ticks_cover_its_highest_point():
+    chart, top = _real_gemm_chart()
+    ticks = [float(text) for _, text in _axis_labels(chart, "y")]
+    assert max(ticks) >= top > sorted(ticks)[-2]
+
+
+def test_the_gemm_charts_sizes_are_spread_evenly_on_a_log2_axis_each_labelled():
+    chart, _ = _real_gemm_chart()
+    labels = dict((text, x) for x, text in _axis_labels(chart, "x"))
+    assert {"1024", "2048", "4096", "8192"} <= set(labels)
+    gaps = [labels["2048"] - labels["1024"], labels["4096"] - labels["2048"]]
+    gaps.append(labels["8192"] - labels["4096"])
+    assert max(gaps) - min(gaps) < 1  # one doubling, one step: none bunched up
+
+
+def test_sizes_to_16384_each_get_their_label_and_an_even_step():
+    sizes = [1024, 2048, 4096, 8192, 16384]
+    (chart, *_) = family_charts([gemm("bf16", n, 100.0 + n / 100) for n in sizes])
+    labels = [(text, x) for x, text in _axis_labels(chart, "x")]
+    assert [text for text, _ in labels] == [str(n) for n in sizes]
+    xs = [x for _, x in labels]
+    steps = {round(b - a) for a, b in itertools.pairwise(xs)}
+    assert len(steps) == 1
