@@ -16,6 +16,7 @@ from django.utils.safestring import SafeString
 from jobs.models import Job
 from portal.charts import xy_chart
 from portal.kinds.base import Presenter
+from portal.units import rate_unit
 from stack.blas.claims import judge_noise
 from stack.blas.gemm import FAMILY as GEMM
 from stack.blas.schema import FAMILIES
@@ -130,8 +131,11 @@ def family_charts(rows: Iterable[tuple[str, dict, str, str, float, str]]) -> lis
     for benchmark, family in FAMILY_CHARTS.items():
         for metric, said in family.metrics:
             for key in sorted(k for k in grouped if k[:2] == (benchmark, metric)):
-                unit = key[2]
-                series = {name: sorted(line.items()) for name, line in sorted(grouped[key].items())}
+                lines = sorted(grouped[key].items())
+                factor, unit = rate_unit(key[2], (v for _, line in lines for v in line.values()))
+                series = {
+                    name: [(x, v * factor) for x, v in sorted(line.items())] for name, line in lines
+                }
                 charts.append(
                     xy_chart(
                         f"{family.title}: {said} ({unit}){family.layouts_note}",
