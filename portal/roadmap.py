@@ -77,8 +77,9 @@ def _writable(request: HttpRequest, project) -> bool:
     return False
 
 
-def _timeline(doc: dict) -> list[dict]:
-    """Bars of planned vs actual days from the first planned or actual start."""
+def _timeline(doc: dict) -> dict:
+    """Bars of planned vs actual days from the first planned or actual start, with a
+    dated axis and where today falls."""
     starts = [d for ph in doc["phases"] for d in (ph["planned_start"], ph["actual_start"]) if d]
     origin = min(starts) if starts else timezone.localdate()
     today = timezone.localdate()
@@ -110,7 +111,52 @@ def _timeline(doc: dict) -> list[dict]:
         r["actual_pct"] = (
             (r["actual"][0] * 100 / span, r["actual"][1] * 100 / span) if r["actual"] else None
         )
-    return rows
+    return {"rows": rows, "axis": timeline_axis(origin, span), "today": _pct(today, origin, span)}
+
+
+def _pct(day: dt.date, origin: dt.date, span: int) -> float | None:
+    """Where a day falls along the timeline, in percent; None outside it."""
+    pct = (day - origin).days * 100 / span
+    return pct if 0 <= pct <= 100 else None
+
+
+DAY_STEPS = (1, 2, 7, 14)  # days between ticks; beyond a fortnight, months
+MONTH_STEPS = (1, 2, 3, 6, 12)
+MOST_TICKS = 8  # labels of about 6 characters across the track: more would touch
+
+
+def timeline_axis(origin: dt.date, span: int) -> list[dict]:
+    """Dated ticks under the timeline: bars without dates said how long, not when.
+
+    Ticks fall on whole days, on Mondays or on the first of a month, as few of them as
+    keep the labels ("3 Dec", "Jan 2027") apart: at most MOST_TICKS over the span.
+    """
+    end = origin + dt.timedelta(days=span)
+    days: list[dt.date] = []
+    label = "{d.day} {d:%b}"
+    step = next((s for s in DAY_STEPS if span / s <= MOST_TICKS), None)
+    if step is not None:
+        day = origin
+        if step >= 7:  # from the first Monday: weeks read as weeks
+            day += dt.timedelta(days=-origin.weekday() % 7)
+        while day <= end:
+            days.append(day)
+            day += dt.timedelta(days=step)
+    else:
+        months = next((m for m in MONTH_STEPS if span / 30.4 / m <= MOST_TICKS), 24)
+        label = "{d:%b %Y}"
+        month = origin.year * 12 + origin.month  # the first of the month after the origin
+        while (day := dt.date(month // 12, month % 12 + 1, 1)) <= end:
+            if day >= origin and (day.month - 1) % months == 0:
+                days.append(day)
+            month += 1
+    ticks = []
+    for d in days:
+        pct = (d - origin).days * 100 / span
+        # a label at either end is anchored inwards, or the track would cut it in half
+        anchor = "start" if pct < 4 else "end" if pct > 96 else "middle"
+        ticks.append({"pct": pct, "label": label.format(d=d), "anchor": anchor})
+    return ticks
 
 
 @login_required
