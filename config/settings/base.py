@@ -648,5 +648,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # django-axes says its version at every start of every process (each manage.py,
+        # each make run line): noise on a newcomer's terminal; its lockouts are warnings.
+        "axes.apps": {"level": "WARNING"},
+    },
 }
