@@ -35,7 +35,7 @@ venv:
 	@if [ "$$(readlink .venv 2>/dev/null)" != "$(VENV)" ]; then rm -rf .venv; ln -s $(VENV) .venv; fi
 
 run: venv
-	@scripts/run.sh
+	@ROCPATH_CACHE_DIR=$(CACHE_DIR) scripts/run.sh
 
 lint: venv
 	$(BIN)/ruff check .

@@ -35,27 +35,27 @@ if ! scripts/install-sandbox.sh --check >/dev/null 2>&1; then
         echo "bubblewrap is missing: run scripts/install-sandbox.sh as root (local HIPIFY and compile jobs refuse without it)" >&2
     fi
 fi
-$BIN/python manage.py migrate --no-input
-# Static files are collected (and compressed) once per content: a restart with the same
-# files, packages and storage skips it. The sidecar's source maps and Redoc are not
-# collected (config/staticfiles.py).
-STATIC_STAMP="$VAR/static.stamp"
-static_key=$({ cat requirements.txt config/staticfiles.py; find static -type f -print0 | sort -z | xargs -0 sha256sum; \
-    echo "${ROCPATH_STATIC_ROOT:-}"; } | sha256sum | cut -c1-32)
-if [ "$(cat "$STATIC_STAMP" 2>/dev/null)" != "$static_key" ]; then
-    $BIN/python manage.py collectstatic --no-input -v 0
-    mkdir -p "$VAR" && echo "$static_key" >"$STATIC_STAMP"
+# Static files are collected (and compressed) once per content into a folder shared by
+# every clone on this machine (like the venv), keyed by what they are built from: the
+# packages, our static/ and the storage's rules. The sidecar's source maps and Redoc are
+# not collected (config/staticfiles.py). An operator's ROCPATH_STATIC_ROOT is collected
+# into as it is, once per the same key.
+static_key=$({ cat requirements.txt config/staticfiles.py; find static -type f -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
+if [ -z "${ROCPATH_STATIC_ROOT:-}" ]; then
+    export ROCPATH_STATIC_ROOT="${ROCPATH_CACHE_DIR:-$HOME/.cache/rocpath}/static-$static_key"
 fi
-LOGIN=$($BIN/python manage.py bootstrap_demo)
-FACTS=$($BIN/python -c '
-import django
-django.setup()
-from django.conf import settings
-from jobs.executors import resolve_executor
-print(resolve_executor())
-print(settings.CELERY_TASK_DEFAULT_QUEUE)
-print(getattr(settings, "ROCPATH_CONTROL_QUEUE", "") or "")')
-{ read -r EXECUTOR; read -r JOB_QUEUE; read -r CONTROL_QUEUE || true; } <<<"$FACTS"
+if [ "$(cat "$ROCPATH_STATIC_ROOT/.collected" 2>/dev/null)" != "$static_key" ]; then
+    mkdir -p "$(dirname "$ROCPATH_STATIC_ROOT")"
+    # Two clones starting at once take turns; the second finds it done.
+    flock "$ROCPATH_STATIC_ROOT.lock" $BASH -c '
+        [ "$(cat "$1/.collected" 2>/dev/null)" = "$2" ] && exit 0
+        echo "collecting static files into $1 (once per content)" >&2
+        '"$BIN"'/python manage.py collectstatic --no-input -v 0 && echo "$2" >"$1/.collected"
+    ' _ "$ROCPATH_STATIC_ROOT" "$static_key"
+fi
+# One interpreter: migrate, the demo login, the executor and the queues.
+FACTS=$($BIN/python manage.py run_facts)
+{ read -r LOGIN; read -r EXECUTOR; read -r JOB_QUEUE; read -r CONTROL_QUEUE || true; } <<<"$FACTS"
 if [ -n "${ROCPATH_EXECUTOR:-}" ] && [ "$ROCPATH_EXECUTOR" != auto ]; then
     EXECUTOR="$EXECUTOR (ROCPATH_EXECUTOR)"
 else
