@@ -6,8 +6,10 @@ costs: `manage.py runserver --noreload` of the same clone (already migrated), ti
 same way. Each round, in one run so that the machine's drift hits each alike:
 
 - fresh: `git clone` of this repository (HEAD, committed files only), then `make run`
-  in it (the venv exists in the cache; var/ is empty: migrate, collectstatic, the demo
-  login, every process);
+  in it (the venv and the collected static files exist in the cache, as after any
+  earlier clone's run; var/ is empty: migrate, the demo login, every process). The
+  first round has no static files yet (cold: it collects them, once per machine and
+  content);
 - restart: `make run` again in that clone after a Ctrl-C stopped it;
 - anchor: `runserver` in that clone.
 
@@ -15,7 +17,7 @@ same way. Each round, in one run so that the machine's drift hits each alike:
 command is started. `--load N` runs N busy loops beside it all. Prints a JSON report and
 writes it to var/bench/first_page[-loadN].json.
 
-    .venv/bin/python bench/first_page.py --rounds 3
+    .venv/bin/python bench/first_page.py --rounds 4
     .venv/bin/python bench/first_page.py --rounds 2 --load 8
 """
 
@@ -68,24 +70,32 @@ def session_pids(sid: int) -> list[int]:
     return found
 
 
-def clean_env(port: int) -> dict[str, str]:
+def clean_env(port: int, static: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("ROCPATH_") and k not in {"DATABASE_URL", "CELERY_BROKER_URL"}
     }
-    env.update({"ROCPATH_PORT": str(port), "DJANGO_SETTINGS_MODULE": "config.settings.base"})
+    env.update(
+        {
+            "ROCPATH_PORT": str(port),
+            "ROCPATH_STATIC_ROOT": str(static),
+            "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        }
+    )
     return env
 
 
-def time_to_page(command: list[str], cwd: Path, port: int) -> tuple[float, subprocess.Popen]:
+def time_to_page(
+    command: list[str], cwd: Path, port: int, static: Path
+) -> tuple[float, subprocess.Popen]:
     """Seconds from starting ``command`` until the login page answers 200."""
     url = f"http://127.0.0.1:{port}/accounts/login/"
     started = time.perf_counter()
     proc = subprocess.Popen(
         command,
         cwd=cwd,
-        env=clean_env(port),
+        env=clean_env(port, static),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -125,17 +135,20 @@ def busy(n: int) -> Iterator[None]:
             loop.wait()
 
 
-def one_round(scratch: Path, n: int) -> dict[str, float]:
+def one_round(scratch: Path, n: int, static: Path) -> dict[str, float]:
+    """fresh, restart and anchor in one new clone; ``fresh`` is ``cold`` when ``static``
+    is still empty (the first `make run` on this machine collects the static files)."""
     clone = scratch / f"clone-{n}"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     port = free_port()
+    first = "fresh" if (static / "staticfiles.json").exists() else "cold"
     result: dict[str, float] = {}
-    result["fresh"], proc = time_to_page(["make", "run"], clone, port)
+    result[first], proc = time_to_page(["make", "run"], clone, port, static)
     stop(proc)
-    result["restart"], proc = time_to_page(["make", "run"], clone, port)
+    result["restart"], proc = time_to_page(["make", "run"], clone, port, static)
     stop(proc)
     runserver = [str(clone / ".venv/bin/python"), "manage.py", "runserver", "--noreload"]
-    result["anchor"], proc = time_to_page([*runserver, f"127.0.0.1:{port}"], clone, port)
+    result["anchor"], proc = time_to_page([*runserver, f"127.0.0.1:{port}"], clone, port, static)
     stop(proc)
     shutil.rmtree(clone, ignore_errors=True)
     return result
@@ -150,9 +163,12 @@ def main() -> None:
     rounds = []
     with tempfile.TemporaryDirectory(prefix="rocpath-first-page-") as scratch, busy(args.load):
         for n in range(args.rounds):
-            rounds.append(one_round(Path(scratch), n))
+            # One static root for the whole run, empty at first: round 0 is a first run
+            # on this machine (cold), the others a fresh clone beside an earlier one.
+            rounds.append(one_round(Path(scratch), n, Path(scratch) / "static"))
             print(json.dumps(rounds[-1]), file=sys.stderr)
-    medians = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+    keys = {key for r in rounds for key in r}
+    medians = {k: statistics.median(r[k] for r in rounds if k in r) for k in sorted(keys)}
     report = {
         "commit": subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -162,7 +178,7 @@ def main() -> None:
         "rounds": rounds,
         "median_s": {k: round(v, 2) for k, v in medians.items()},
         "ratio_to_anchor": {
-            k: round(medians[k] / medians["anchor"], 2) for k in ("fresh", "restart")
+            k: round(v / medians["anchor"], 2) for k, v in medians.items() if k != "anchor"
         },
     }
     OUT.mkdir(parents=True, exist_ok=True)
