@@ -14,8 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 args=()
 # What a newcomer's first run serves: every page, and the REST API.
-SQLITE_FAMILIES=(tests/portal tests/jobs/api tests/results/api tests/results/test_api.py
-    tests/results/test_compare.py tests/teams/test_sources.py)
+SQLITE_FAMILIES=(tests/portal tests/jobs/api tests/results tests/roadmap tests/teams)
 fast_tier() { .venv/bin/python -c 'from tests.tiers import FAST_EXPRESSION; print(FAST_EXPRESSION)'; }
 if [ "${1:-}" = "--fast" ]; then
     shift
