@@ -14,7 +14,8 @@ the worker just before the clone (DNS may have changed in between):
   answer cannot move the clone elsewhere;
 - ``file://`` and local paths only inside the team's own folders
   (``ROCPATH_GIT_LOCAL_ALLOW``), compared on the percent-decoded, resolved path, and
-  handed to git as that resolved path.
+  handed to git as that resolved path; the repository there may not point git
+  elsewhere (a ``.git`` file, ``commondir``, alternates, a link leaving the folder).
 
 git itself runs with only the permitted protocol, no system or user configuration, an
 empty HOME, no prompts or credential helpers, no hooks, no submodules, symlinks checked
@@ -140,9 +141,45 @@ def _local(url: str, path: str, team_slug: str) -> GitSource:
     resolved = os.path.realpath(path)
     for prefix in allowed:
         root = os.path.realpath(prefix)
-        if resolved == root or resolved.startswith(root.rstrip("/") + "/"):
+        if _within(resolved, root):
+            _own_repository(url, resolved, root)
             return GitSource(url="file://" + quote(resolved), scheme="file")
     raise SourceError(refusal)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+# What git follows out of a repository's folder: a `.git` file names the repository to
+# read, `commondir` a worktree's shared one, the alternates files folders to borrow
+# objects from. Any of them could name another team's repository (issue 37, item 2).
+_POINTERS = ("commondir", "objects/info/alternates", "objects/info/http-alternates")
+
+
+def _own_repository(url: str, folder: str, root: str) -> None:
+    """Refuse a local repository that points git outside the team's allowed folder.
+
+    Checked on the files, not by asking git: git run in a team's repository reads that
+    repository's configuration. The folder must itself be a repository (a `.git`
+    directory in it, or a bare one), since git would otherwise try `folder.git`, a
+    sibling, and no file or folder of its git directory may be a link leaving ``root``.
+    """
+    refusal = f"{url!r}: this repository points git outside your team's allowed folder"
+    dot_git = os.path.join(folder, ".git")
+    if os.path.islink(dot_git) or os.path.isfile(dot_git):
+        raise SourceError(f"{refusal} (a .git file or link)")
+    git_dir = dot_git if os.path.isdir(dot_git) else folder
+    if not all(os.path.exists(os.path.join(git_dir, part)) for part in ("HEAD", "objects")):
+        raise SourceError(f"{url!r}: not a git repository")
+    for pointer in _POINTERS:
+        if os.path.lexists(os.path.join(git_dir, pointer)):
+            raise SourceError(f"{refusal} ({pointer})")
+    for parent, dirs, files in os.walk(git_dir):
+        for name in dirs + files:
+            entry = os.path.join(parent, name)
+            if os.path.islink(entry) and not _within(os.path.realpath(entry), root):
+                raise SourceError(f"{refusal} (a link at {os.path.relpath(entry, folder)})")
 
 
 def resolve(url: str, host: str, port: int) -> str:

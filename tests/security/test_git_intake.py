@@ -233,3 +233,55 @@ def test_git_runs_without_the_workers_config_home_or_ssh(project, settings, tmp_
     argv = gitintake.clone_argv(source, "main", tmp_path / "c")
     assert "core.hooksPath=/dev/null" in argv and "credential.helper=" in argv
     assert "protocol.ssh.allow=always" in argv and "core.symlinks=false" in argv
+
+
+# --- a repository's own redirections (issue 37, item 2) -------------------------------
+SECRET = b"// the other team's solver\n"
+
+
+def redirecting_repository(how: str, ours: Path, theirs: Path) -> Path:
+    """A repository in our own allowed folder whose objects come from ``theirs``."""
+    if how == "gitdir-file":  # a `.git` file: git reads the repository it names
+        evil = ours / "evil"
+        evil.mkdir(parents=True)
+        (evil / ".git").write_text(f"gitdir: {theirs}/.git\n")
+        return evil
+    # objects/info/alternates: git borrows every object of the folder it lists
+    evil = ours / "evil.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(evil)], check=True)
+    (evil / "objects" / "info" / "alternates").write_text(f"{theirs}/.git/objects\n")
+    head = subprocess.run(
+        ["git", "-C", str(theirs), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (evil / "refs" / "heads" / "main").write_text(head + "\n")
+    return evil
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("how", ["gitdir-file", "alternates"])
+@pytest.mark.parametrize("direction", ["alpha reads beta", "beta reads alpha"])
+def test_a_repository_in_a_teams_own_folder_cannot_point_git_at_another_teams(
+    api, team, settings, tmp_path, how, direction
+):
+    from tests.factories import add_member, make_user
+
+    beta = make_team("Beta")
+    folders = {team.slug: tmp_path / "alpha", beta.slug: tmp_path / "beta"}
+    settings.ROCPATH_GIT_LOCAL_ALLOW = {slug: [str(path)] for slug, path in folders.items()}
+    reader, victim = (team, beta) if direction == "alpha reads beta" else (beta, team)
+    git_repo(folders[victim.slug] / "solver", {"secret.cu": SECRET})
+    evil = redirecting_repository(how, folders[reader.slug], folders[victim.slug] / "solver")
+    project = make_project(reader, "thief")
+    if reader == beta:
+        user = make_user("beta-admin")
+        add_member(beta, user)
+        api.force_authenticate(user)
+
+    for url in (f"file://{evil}", str(evil)):
+        response = add(api, project, url)
+        assert response.status_code == 400, response.content
+        assert "points git outside" in response.json()["git_url"][0]
+    snapshot = clone_on_worker(project, f"file://{evil}")
+    assert snapshot.status == "failed" and "points git outside" in snapshot.error
+    leaked = [p for p in Path(settings.ARTIFACT_ROOT).rglob("*") if p.is_file()]
+    assert not [p for p in leaked if p.read_bytes() == SECRET]

@@ -209,10 +209,13 @@ def test_a_git_ref_that_does_not_exist_fails_the_snapshot_with_gits_words(
         ("ext::sh -c touch% /tmp/x", False),
     ],
 )
-def test_which_git_urls_may_be_cloned(settings, url, allowed):
-    settings.ROCPATH_GIT_LOCAL_ALLOW = {"alpha": ["/srv/allowed"]}
+def test_which_git_urls_may_be_cloned(settings, url, allowed, tmp_path):
+    for folder in ("allowed", "other"):  # a bare repository's bones in each
+        (tmp_path / folder / "repo" / "objects").mkdir(parents=True)
+        (tmp_path / folder / "repo" / "HEAD").write_text("ref: refs/heads/main\n")
+    settings.ROCPATH_GIT_LOCAL_ALLOW = {"alpha": [str(tmp_path / "allowed")]}
     try:
-        gitintake.check_url(url, "alpha")
+        gitintake.check_url(url.replace("/srv/", f"{tmp_path}/"), "alpha")
     except SourceError:
         assert not allowed
     else:
