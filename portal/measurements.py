@@ -19,6 +19,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 
 from jobs.models import Job, Measurement
 from jobs.models.measurement import SampleCount
+from stack.textsafe import csv_row
 
 PER_PAGE = 50
 CSV_COLUMNS = ("benchmark", "metric", "unit", "value", "better", "samples")
@@ -44,10 +45,10 @@ def csv_response(job: Job) -> HttpResponse:
     keys = sorted({key for *_, case in rows if isinstance(case, dict) for key in case})
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow([*CSV_COLUMNS, *(f"case.{key}" for key in keys)])
+    writer.writerow(csv_row([*CSV_COLUMNS, *(f"case.{key}" for key in keys)]))
     for *fixed, case in rows:
         case = case if isinstance(case, dict) else {}
-        writer.writerow([*fixed, *(case.get(key, "") for key in keys)])
+        writer.writerow(csv_row([*fixed, *(case.get(key, "") for key in keys)]))
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{_filename(job, "csv")}"'
     return response

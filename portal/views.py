@@ -62,6 +62,7 @@ from roadmap.gates import roadmap_state
 from roadmap.plan import PLANS, current_phases
 from stack.hipify.hazards import describe_rules
 from stack.kinds import KINDS
+from stack.textsafe import csv_row
 from teams.access import can_write, projects_for, teams_for, writable_team_ids
 from teams.models import AdoptionProject, ApiDecision, SourceSnapshot, Team
 from teams.porting import PortingInputError, forget_decision, record_decision, save_porting_settings
@@ -170,6 +171,7 @@ def job_summary_download(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
+@login_required
 @require_POST
 def job_pin_baseline(request: HttpRequest, pk: int) -> HttpResponse:
     """Pin the job as the baseline of its project, environment and every benchmark it ran."""
@@ -633,7 +635,7 @@ def _export(request: HttpRequest, result: Comparison | History, name: str) -> Ht
         response: HttpResponse = JsonResponse(result.as_dict())
     elif fmt == "csv":
         out = io.StringIO()
-        csv.writer(out).writerows(result.export_rows())
+        csv.writer(out).writerows(csv_row(row) for row in result.export_rows())
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     else:
         return None
