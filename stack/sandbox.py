@@ -29,6 +29,8 @@ import platform
 import resource
 import stat
 
+from stack import seccomp
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
@@ -342,6 +344,8 @@ def verify(uid: int, gid: int, groups: list[int], facts: dict) -> None:
             problems.append(f"{name} is {status.get(name)}, not 0")
     if status.get("NoNewPrivs", "").strip() != "1":
         problems.append("no_new_privs is not set")
+    if status.get("Seccomp", "").strip() != "2":
+        problems.append("no seccomp filter is loaded")
     for name, host in facts["namespaces"].items():
         if os.stat(f"/proc/self/ns/{name}").st_ino == host:
             problems.append(f"the {name} namespace is the host's")
@@ -361,5 +365,9 @@ def enter(box: dict, facts: dict) -> None:
         raise SandboxFailed(f"cannot enter {box['chdir']}")
     apply_limits(**box["limits"])
     drop_privileges(box["uid"], box["gid"], list(box["groups"]), facts["last_cap"])
+    try:
+        seccomp.load()  # as bwrap's --seccomp: no user namespace of its own, no keyrings …
+    except seccomp.SeccompError as exc:
+        raise SandboxFailed(str(exc)) from exc
     verify(box["uid"], box["gid"], list(box["groups"]), facts)
     os.umask(mask)

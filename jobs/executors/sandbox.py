@@ -300,8 +300,13 @@ def _bwrap_options(step: Mount) -> list[str]:
     raise ValueError(f"unknown sandbox step {step.kind!r}")
 
 
-def bwrap_argv(bwrap: str, setpriv: str, layout: Layout, command: list[str]) -> list[str]:
-    """The bwrap command line that runs ``command`` in ``layout``'s sandbox."""
+def bwrap_argv(
+    bwrap: str, setpriv: str, layout: Layout, command: list[str], seccomp_fd: int | None = None
+) -> list[str]:
+    """The bwrap command line that runs ``command`` in ``layout``'s sandbox.
+
+    ``seccomp_fd``: a descriptor bwrap reads stack.seccomp's compiled filter from.
+    """
     argv = [
         bwrap,
         "--die-with-parent",
@@ -313,6 +318,8 @@ def bwrap_argv(bwrap: str, setpriv: str, layout: Layout, command: list[str]) -> 
         "--unshare-uts",
         "--unshare-cgroup-try",
     ]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     for step in mount_plan(layout):
         argv += _bwrap_options(step)
     argv += ["--chdir", layout.chdir, "--", setpriv]

@@ -46,6 +46,7 @@ from jobs.executors.base import ExecutionHooks, ExecutorError, JobSpec, Outcome,
 from jobs.executors.gpu_profiles import gpus_needed
 from jobs.executors.local import LocalExecutor
 from jobs.executors.sandbox import bwrap_argv, layout_for, limits_for, tools
+from stack import seccomp
 from stack.kinds import KINDS
 
 # Slurm job states after which nothing more happens to the job (squeue's %T names).
@@ -353,7 +354,15 @@ def runner_argv(spec: JobSpec) -> list[str]:
     ]
     if limits.address_space:
         prlimit.append(f"--as={limits.address_space}")
-    return [*prlimit, "--", *bwrap_argv(str(bwrap), str(setpriv), layout, command)]
+    sandbox = bwrap_argv(str(bwrap), str(setpriv), layout, command, seccomp_fd=SECCOMP_FD)
+    return [*prlimit, "--", *sandbox]
+
+
+# The batch script opens the job folder's compiled seccomp filter (stack.seccomp, written
+# by prepare) on this descriptor for bwrap's --seccomp: the node needs no libseccomp of
+# its own, and the filter is the worker's, as for a local job.
+SECCOMP_FD = 9
+SECCOMP_FILE = "seccomp.bpf"
 
 
 def _gpu_spec(spec: JobSpec) -> JobSpec:
@@ -458,7 +467,9 @@ def batch_script(spec: JobSpec) -> str:
     for key, value in sorted(job_environment(spec).items()):
         lines.append(f"export {key}={shlex.quote(value)}")
     lines.append(f"cd {shlex.quote(str(spec.job_dir))}")
-    lines.append("exec " + shlex.join(runner_argv(spec)))
+    argv = runner_argv(spec)
+    opened = f" {SECCOMP_FD}<{SECCOMP_FILE}" if "--seccomp" in argv else ""
+    lines.append("exec " + shlex.join(argv) + opened)
     return "\n".join(lines) + "\n"
 
 
@@ -482,7 +493,13 @@ class SlurmExecutor(LocalExecutor):
         else:
             super().prepare(spec)
         script = spec.job_dir / SCRIPT_NAME
-        script.write_text(batch_script(spec))
+        text = batch_script(spec)
+        if f" {SECCOMP_FD}<{SECCOMP_FILE}" in text:
+            try:
+                (spec.job_dir / SECCOMP_FILE).write_bytes(seccomp.bpf())
+            except seccomp.SeccompError as exc:
+                raise ExecutorError(f"could not build the sandbox's seccomp filter: {exc}") from exc
+        script.write_text(text)
         script.chmod(0o700)
 
     def start(self, spec: JobSpec, hooks: ExecutionHooks) -> SlurmRun:

@@ -232,7 +232,9 @@ def test_the_batch_script_runs_the_runner_in_the_local_sandbox_without_worker_se
     assert " -- /usr/bin/bwrap --die-with-parent " in exec_line or " -- bwrap " in exec_line
     assert exec_line.endswith(
         f"-m stack run noop --params {spec.params_file} --out {spec.out_dir} --work {spec.work_dir}"
+        " 9<seccomp.bpf"  # the job folder's seccomp filter, on bwrap's --seccomp 9
     )
+    assert " --seccomp 9 " in exec_line
 
 
 def test_a_kind_that_runs_a_teams_code_is_refused_where_no_sandbox_starts(spec, settings):

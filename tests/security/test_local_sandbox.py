@@ -352,3 +352,25 @@ def test_a_job_without_gpus_sees_only_the_minimal_dev(settings, monkeypatch, san
     listed = next(line for _, line in recorder.lines if line.startswith("DEV "))
     minimal = "core fd full null ptmx pts random shm stderr stdin stdout tty urandom zero"
     assert listed.split()[1:] == minimal.split()
+
+
+NESTED_USERNS = r"""
+import subprocess
+done = subprocess.run(["unshare", "-Ur", "id", "-u"], capture_output=True, text=True)
+print(f"UNSHARE {done.returncode} {done.stdout.strip()!r} {done.stderr.strip()!r}", flush=True)
+"""
+
+
+@pytest.mark.process
+def test_a_local_job_cannot_make_a_user_namespace_of_its_own(settings, monkeypatch, sandbox_runner):
+    # Inside one it would be uid 0 with every capability over what it can mount.
+    spec = _noop_spec(994)
+    python = settings.ROCPATH_STACK_PYTHON or sys.executable
+    monkeypatch.setattr(LocalExecutor, "command", lambda self, spec: [python, "-c", NESTED_USERNS])
+    recorder = Recorder()
+    outcome = LocalExecutor().run(spec, recorder)
+    assert outcome.exit_code == 0, outcome.stderr_tail
+    said = next(line for _, line in recorder.lines if line.startswith("UNSHARE "))
+    code, uid = said.split()[1:3]
+    assert code != "0" and uid == "''", said
+    assert "Operation not permitted" in said, said

@@ -31,6 +31,7 @@ from jobs.executors.sandbox import (
     read_child_pid,
     tools,
 )
+from stack import seccomp
 from stack.tools import make_die_with_parent
 
 KILL_GRACE_S = 5.0
@@ -207,8 +208,15 @@ class SandboxRunner(PopenRunner):
         if bwrap is None or setpriv is None:
             raise ExecutorError("could not start the runner: bwrap or setpriv is gone")
         layout = layout_for(spec, command[0], Path(settings.BASE_DIR))
+        try:
+            program = seccomp.bpf()
+        except seccomp.SeccompError as exc:
+            raise ExecutorError(f"could not build the sandbox's seccomp filter: {exc}") from exc
+        filter_r, filter_w = os.pipe()
+        os.write(filter_w, program)  # a few hundred bytes: the pipe holds them
+        os.close(filter_w)
         info_r, info_w = os.pipe()
-        argv = bwrap_argv(bwrap, setpriv, layout, command)
+        argv = bwrap_argv(bwrap, setpriv, layout, command, seccomp_fd=filter_r)
         argv[1:1] = ["--info-fd", str(info_w)]
         limits = limits_for(spec)
         try:
@@ -219,7 +227,7 @@ class SandboxRunner(PopenRunner):
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(info_w,),
+                pass_fds=(info_w, filter_r),
                 start_new_session=True,
                 preexec_fn=lambda: _sandbox_child_setup(limits),
             )
@@ -228,6 +236,7 @@ class SandboxRunner(PopenRunner):
             raise ExecutorError(f"could not start the runner: {exc}") from exc
         finally:
             os.close(info_w)
+            os.close(filter_r)
         return cls(proc, read_child_pid(info_r), layout.uid)
 
     def _signal_child(self, sig: int) -> None:
