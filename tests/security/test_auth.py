@@ -299,3 +299,25 @@ def test_behind_one_trusted_proxy_the_address_it_saw_counts(settings):
     assert client_address(request) == "127.0.0.1"  # no proxy trusted: the header is ignored
     settings.ROCPATH_PROXY_COUNT = 1
     assert client_address(request) == "203.0.113.7"  # not the forged first entry
+
+
+@pytest.mark.django_db
+def test_every_portal_page_and_action_sends_a_stranger_to_the_sign_in_page():
+    import re
+
+    from portal.urls import urlpatterns
+
+    stranger = Client()
+    checked = []
+    for pattern in urlpatterns:
+        route = str(pattern.pattern)
+        path = re.sub(r"<(?:int|str|path):\w+>", "1", route)
+        path = re.sub(r"\(\?P<\w+>\[0-9\]\+\)", "1", path)  # re_path's numbers
+        path = re.sub(r"\(\?P<\w+>(\w+)[^)]*\)", r"\1", path)  # its first alternative
+        path = "/" + path.replace("\\.", ".").replace("^", "").replace("$", "")
+        for method in (stranger.get, stranger.post):
+            response = method(path)
+            checked.append(path)
+            assert response.status_code == 302, (method.__name__, path, response.status_code)
+            assert response["Location"].startswith("/accounts/login/"), path
+    assert "/jobs/1/baseline/" in checked
