@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from results import alerts
 from results.alert_models import CHOSEN_EVENTS
 from results.models import AlertSettings, Delivery, DeliveryAttempt
-from results.webhooks import WebhookRefused, check_url
+from results.webhooks import WebhookRefused, check_url, redacted
 from teams.access import can_write, projects_for
 
 MAX_URLS = 10
@@ -112,18 +112,27 @@ def project_alerts(request: HttpRequest, pk: int) -> HttpResponse:
                 "events": config.events if config else [e.value for e in CHOSEN_EVENTS],
             }
         )
-    deliveries = (
+    deliveries = list(
         Delivery.objects.filter(alert__project=project)
         .select_related("alert")
         .prefetch_related(Prefetch("tries", queryset=DeliveryAttempt.objects.order_by("number")))
         .order_by("-created_at", "-id")[:DELIVERIES_SHOWN]
     )
+    for delivery in deliveries:  # a viewer reads where alerts go, not the hooks' secrets
+        webhook = delivery.channel == "webhook"
+        delivery.shown_target = (
+            redacted(delivery.target) if webhook and not writable else delivery.target
+        )
     return render(
         request,
         "portal/project_alerts.html",
         {
             "project": project,
             "config": config,
+            "webhooks_shown": [
+                url if writable else redacted(url)
+                for url in (config.webhook_urls if config else [])
+            ],
             "form": form,
             "can_write": writable,
             "deliveries": deliveries,

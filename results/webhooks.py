@@ -13,6 +13,7 @@ The timestamp is signed so that a receiver can refuse an old body played again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import http.client
@@ -43,6 +44,9 @@ class Response:
 
 def check_url(url: str) -> None:
     """Refuse what can be judged without DNS (the form and the API call this)."""
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        # Saved, such a URL failed every try (6, over hours): refuse it when it is typed.
+        raise WebhookRefused(f"{url[:200]!r}: spaces or control characters in the URL")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise WebhookRefused(f"{url[:200]!r}: only http:// and https:// webhook URLs are allowed")
@@ -54,6 +58,18 @@ def check_url(url: str) -> None:
         parts.port  # noqa: B018  (raises on a bad port)
     except ValueError:
         raise WebhookRefused(f"{url[:200]!r}: not a valid port") from None
+
+
+def redacted(url: str) -> str:
+    """The URL as a viewer sees it: where it goes, not its path or query, which are often
+    the receiver's bearer secret (a Slack or Teams hook's token)."""
+    parts = urlsplit(url)
+    where = f"{parts.scheme}://{parts.hostname or ''}"
+    with contextlib.suppress(ValueError):
+        if parts.port:
+            where += f":{parts.port}"
+    hidden = parts.path not in ("", "/") or parts.query or parts.fragment
+    return where + ("/…" if hidden else "/")
 
 
 def resolve(url: str) -> tuple[str, int, list[str]]:
