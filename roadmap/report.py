@@ -15,6 +15,7 @@ from roadmap.checklist import evaluate
 from roadmap.criteria import Facts
 from roadmap.gates import roadmap_state
 from roadmap.recommend import performance_ratio, recommend
+from stack.textsafe import markdown_text as md
 
 
 def _link(link) -> dict[str, str] | None:
@@ -151,24 +152,28 @@ STATUS_WORDS = {
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """The report as Markdown: what a manager reads, every figure with its source job."""
+    """The report as Markdown: what a manager reads, every figure with its source job.
+
+    Every text from the data goes through ``md``: names, notes and reasons are the
+    users', and a note reading ``## Recommendation: ...`` must not become a heading.
+    """
     p = doc["project"]
-    out = [f"# Adoption roadmap: {p['name']} ({p['team']})", ""]
-    targets = ", ".join(p["target_gpus"]) or "none"
+    out = [f"# Adoption roadmap: {md(p['name'])} ({md(p['team'])})", ""]
+    targets = ", ".join(md(g) for g in p["target_gpus"]) or "none"
     out.append(
         f"Generated {doc['generated_at'][:16].replace('T', ' ')} UTC. Current platform: "
-        f"{p['current_platform'] or 'not given'}; target GPUs: {targets}."
+        f"{md(p['current_platform'] or 'not given')}; target GPUs: {targets}."
     )
     rec = doc["recommendation"]
-    out += ["", f"## Recommendation: {rec['title']}", ""]
+    out += ["", f"## Recommendation: {md(rec['title'])}", ""]
     for r in rec["reasons"]:
         side = "for ROCm" if r["side"] == "rocm" else "for CUDA"
-        refs = "; ".join(e["label"] for e in r["evidence"])
-        out.append(f"- ({side}) {r['text']}" + (f" [{refs}]" if refs else ""))
+        refs = "; ".join(md(e["label"]) for e in r["evidence"])
+        out.append(f"- ({side}) {md(r['text'])}" + (f" [{refs}]" if refs else ""))
     if rec["missing"]:
-        out.append(f"- Missing: {'; '.join(rec['missing'])}.")
+        out.append(f"- Missing: {'; '.join(map(md, rec['missing']))}.")
     if rec["would_change"]:
-        out.append(f"- What would change the answer: {'; '.join(rec['would_change'])}.")
+        out.append(f"- What would change the answer: {'; '.join(map(md, rec['would_change']))}.")
     out += [
         "",
         "## Phases",
@@ -181,17 +186,19 @@ def markdown(doc: dict[str, Any]) -> str:
         actual = f"{ph['actual_start'] or '-'} to {ph['actual_end'] or '-'}"
         gate = "open" if ph["gate_open"] else "shut"
         status = ph["status"].replace("_", " ")
-        out.append(f"| {ph['number']} {ph['title']} | {status} | {planned} | {actual} | {gate} |")
+        out.append(
+            f"| {ph['number']} {md(ph['title'])} | {status} | {planned} | {actual} | {gate} |"
+        )
     for ph in doc["phases"]:
-        out += ["", f"### Phase {ph['number']}: {ph['title']}", "", "Exit criteria:", ""]
+        out += ["", f"### Phase {ph['number']}: {md(ph['title'])}", "", "Exit criteria:", ""]
         for c in ph["criteria"]:
-            line = f"- **{c['title']}**: {STATUS_WORDS[c['status']]}. {c['detail']}"
+            line = f"- **{md(c['title'])}**: {STATUS_WORDS[c['status']]}. {md(c['detail'])}"
             if c["override"]:
                 o = c["override"]
-                line += f" Overridden by {o['by']} on {str(o['at'])[:10]}: {o['reason']}"
+                line += f" Overridden by {md(o['by'])} on {str(o['at'])[:10]}: {md(o['reason'])}"
             out.append(line)
         out += ["", "Tasks:", ""]
-        out += [f"- {t['title']}: {t['state']}" for t in ph["tasks"]]
+        out += [f"- {md(t['title'])}: {md(t['state'])}" for t in ph["tasks"]]
     out += [
         "",
         "## Decision checklist",
@@ -200,9 +207,10 @@ def markdown(doc: dict[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     for r in doc["checklist"]:
-        evidence = r["evidence"] + (f" Team's note: {r['note']}" if r["note"] else "")
+        evidence = md(r["evidence"]) + (f" Team's note: {md(r['note'])}" if r["note"] else "")
         out.append(
-            f"| {r['title']} | {r['answer'] or 'unanswered'} | {r['source'] or '-'} | {evidence} |"
+            f"| {md(r['title'])} | {md(r['answer'] or 'unanswered')} | {md(r['source'] or '-')} | "
+            f"{evidence} |"
         )
     por = doc["porting"]
     out += ["", "## Porting assessment", ""]
@@ -213,15 +221,18 @@ def markdown(doc: dict[str, Any]) -> str:
             f"code; estimate {effort.get('hours')} h."
         )
         for a in por["top_unsupported"]:
-            out.append(f"- {a.get('name')} ({a.get('kind')}): {a.get('count', a.get('code', ''))}")
+            out.append(
+                f"- {md(a.get('name'))} ({md(a.get('kind'))}): "
+                f"{md(a.get('count', a.get('code', '')))}"
+            )
     else:
         out.append("No scan of the current code yet.")
     out += ["", "## Benchmark comparison", ""]
     b = doc["benchmarks"]
     if b:
         out.append(
-            f"{b['candidate_gpu']} / {b['current_gpu']}: {b['ratio']}x throughput, geometric "
-            f"mean of {b['cases']} common cases (jobs {b['candidate_job']} and "
+            f"{md(b['candidate_gpu'])} / {md(b['current_gpu'])}: {b['ratio']}x throughput, "
+            f"geometric mean of {b['cases']} common cases (jobs {b['candidate_job']} and "
             f"{b['current_job']})."
         )
     else:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# User text (paths in the scanned tree, the project's globs) as literal Markdown; API
+# names from hipify-perl's tables and cudaX identifiers stay in code spans as they are.
+from stack.textsafe import markdown_text as _cell
+
 _KIND_TITLES = {
     "unsupported": "unsupported (HIP lacks it)",
     "unsupported_device_function": "unsupported device function",
@@ -14,10 +18,6 @@ _KIND_TITLES = {
 }
 MAX_FILE_ROWS = 500
 MAX_GROUP_ROWS = 200
-
-
-def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def _noise_sections(summary: dict[str, Any]) -> list[str]:
@@ -31,7 +31,7 @@ def _noise_sections(summary: dict[str, Any]) -> list[str]:
         for g in groups[:MAX_GROUP_ROWS]:
             places = ", ".join(f"{p['path']}:{p['line']}" for p in g["locations"][:3])
             out.append(
-                f"| `{_cell(g['api'])}` | {g['kind']} | {len(g['members'])} | {g['in_code']} | "
+                f"| `{g['api']}` | {g['kind']} | {len(g['members'])} | {g['in_code']} | "
                 f"{g['vendored_in_code']} | {g['files'] if g['files'] is not None else '-'} | "
                 f"{_cell(places)} |"
             )
