@@ -52,6 +52,16 @@ class Submission:
     route: routing.Route | None = None  # where it waits (a GPU job, or one naming a queue)
 
 
+# Docker's reference grammar (distribution/reference), as one expression: an optional
+# registry host[:port]/, path components of lowercase letters and digits joined by . _ __
+# or dashes, an optional :tag and an optional @algorithm:hex digest.
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_REFERENCE = re.compile(
+    rf"(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[0-9a-f]{32,})?"
+)
+
+
 def check_submission(
     *,
     user: Any,
@@ -113,7 +123,10 @@ def check_submission(
         errors["hardware"] = hardware_errors
     if team is not None and (queue_errors := routing.queue_errors(hardware, team)):
         errors.setdefault("hardware", []).extend(queue_errors)
-    if image and not any(image.startswith(p) for p in settings.ROCPATH_IMAGE_ALLOW):
+    if image and not IMAGE_REFERENCE.fullmatch(image):
+        # Quoted wherever it is used, but a newline or `$(…)` is never a real image.
+        errors["image"] = [f"{image[:200]!r} is not an image reference (registry/name:tag@digest)."]
+    elif image and not any(image.startswith(p) for p in settings.ROCPATH_IMAGE_ALLOW):
         errors["image"] = [
             f"Images must start with one of: {', '.join(settings.ROCPATH_IMAGE_ALLOW)}."
         ]

@@ -137,3 +137,28 @@ def test_a_source_named_like_an_option_is_converted_as_a_file(team):
     diff = (services.artifact_dir(job.pk) / "hipify.diff").read_text()
     assert "+++ b/-o=x.cu" in diff and "hipMalloc" in diff
     assert sorted(os.listdir(tree_of(job.source))) == ["-o=x.cu"]
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "rocpath/debian:latest\n--privileged",
+        "rocpath/debian:$(touch /tmp/owned)",
+        "rocpath/debian:latest; id",
+        "rocpath/debian latest",
+        "rocpath/../../debian",
+    ],
+)
+def test_an_image_that_is_not_an_image_reference_is_refused_at_submission(
+    api, team, no_enqueue, image
+):
+    response = api.post(URL, {"kind": "noop", "team": team.slug, "image": image}, format="json")
+    assert response.status_code == 400, response.content
+    assert "not an image reference" in " ".join(response.json()["image"])
+    assert Job.objects.count() == 0
+
+
+def test_an_allowed_image_reference_with_a_tag_and_digest_is_accepted(api, team, no_enqueue):
+    image = "rocpath/debian:trixie-2026.12@sha256:" + "ab" * 32
+    response = api.post(URL, {"kind": "noop", "team": team.slug, "image": image}, format="json")
+    assert response.status_code == 201, response.content
