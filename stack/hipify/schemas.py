@@ -6,6 +6,7 @@ side to list and validate) never imports the runners' code.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from stack.hipify.hazards import RULE_NAMES as HAZARD_RULES
@@ -42,6 +43,19 @@ _PATH = {
 # ``(?!.*\n)``: jsonschema matches with re.search, whose ``$`` also matches before a final
 # newline.
 _NO_NEWLINE = r"(?!.*\n)"
+# Text hipcc.pl acts on wherever it sits in an argument: trixie's takes "--rocm-path=" and
+# "--hip-path=" for where its clang is (a folder of the upload would do) and both take
+# "--amdhsa-code-object-version=" (its value goes into the command unescaped), "--genco" and
+# "-fopenmp-targets=" (they change the compile). Refused inside any flag at submission
+# (`-Wx--rocm-path=…` passed the flag pattern and failed only in the runner).
+HIPCC_OPTION_TEXT = (
+    "--rocm-path=",
+    "--hip-path=",
+    "--amdhsa-code-object-version=",
+    "--genco",
+    "-fopenmp-targets=",
+)
+_NO_HIPCC_OPTION = "(?!.*(?:" + "|".join(re.escape(t) for t in HIPCC_OPTION_TEXT) + "))"
 _NOT_A_LIBRARY = r"(?!.*\.(?:[aA]|[lL][oO])/*$)"
 _FOLDER_CHARS = r"[A-Za-z0-9_.+/-]"
 # A folder of the tree given to hipcc (include_dirs, compile-check's path): relative, no
@@ -61,7 +75,7 @@ TREE_FOLDER_MESSAGE = (
 # A -D value is one token of [A-Za-z0-9_.:+-] (no space, quote, $, =, ...), so it can carry
 # neither a shell command nor a second flag.
 COMPILE_FLAG_PATTERN = (
-    rf"^{_NO_NEWLINE}{_NOT_A_LIBRARY}"
+    rf"^{_NO_NEWLINE}{_NOT_A_LIBRARY}{_NO_HIPCC_OPTION}"
     r"(?:-O(?:[0-3sgz]|fast)?"
     r"|-[DU][A-Za-z_][A-Za-z0-9_]*(?:=[A-Za-z0-9_.:+-]*)?"
     r"|-std=(?:c|c\+\+|gnu|gnu\+\+|hip)[0-9a-z]{1,4}"

@@ -22,7 +22,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stack.hipify.schemas import COMPILE_CHECK_PARAMS, HIPCC_HINT, HIPIFY_PERL_HINT
+from stack.hipify.schemas import (
+    COMPILE_CHECK_PARAMS,
+    HIPCC_HINT,
+    HIPCC_OPTION_TEXT,
+    HIPIFY_PERL_HINT,
+)
 from stack.kinds.base import Cap, Kind, ProjectFact, RoadmapTask
 from stack.runtime import Measurement, RunContext, RunResult
 from stack.tools import ToolError, ToolMissing, ToolTimeout, run_tool, which
@@ -60,17 +65,6 @@ class UnsafeArgument(ValueError):
     """An argument hipcc would hand to a shell, or read as one of its own options."""
 
 
-# Text hipcc.pl acts on wherever it sits in an argument: trixie's takes "--rocm-path=" and
-# "--hip-path=" for where its clang is (a folder of the upload would do) and both take
-# "--amdhsa-code-object-version=" (its value goes into the command unescaped), "--genco" and
-# "-fopenmp-targets=" (they change the compile).
-HIPCC_OPTION_TEXT = (
-    "--rocm-path=",
-    "--hip-path=",
-    "--amdhsa-code-object-version=",
-    "--genco",
-    "-fopenmp-targets=",
-)
 # What hipcc.pl leaves unescaped: `s/[^-a-zA-Z0-9_=+,.\/]/\\$&/g` is skipped for an
 # argument ending in .a or .lo (static libraries, run through `ar xv` in backticks) or
 # starting with @ (response files); the argument after -o goes in double quotes only.

@@ -65,6 +65,8 @@ def _source(project, files: dict[str, str | bytes]) -> SourceSnapshot:
         ["-I../../.."],
         ["--offload-arch=gfx1100"],
         ["-o", "/tmp/x"],
+        ["-Wx--rocm-path=fake"],  # hipcc reads its own option inside any argument
+        ["-DX=1--genco"],
     ],
 )
 def test_a_flag_outside_the_allowlist_is_refused_at_submit(api, team, flags, secret_key_file):
