@@ -10,6 +10,7 @@ from django import forms
 from stack.kinds import KINDS
 from teams.api.parsers import JSONLimitError, loads_bounded
 from teams.models import AdoptionProject, Team
+from teams.validators import no_control_characters
 
 
 class JobSubmitForm(forms.Form):
@@ -56,7 +57,7 @@ class ScheduleForm(JobSubmitForm):
     """A job to submit on a cron expression: the submit form's fields and the timing.
     jobs.services.schedules decides what is valid (the expression, the zone, the job)."""
 
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=200, validators=[no_control_characters])
     hardware = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
         required=False,

@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.mail import EmailMessage
+from django.core.mail import BadHeaderError, EmailMessage
 from django.db import transaction
 from django.dispatch import receiver
 from django.urls import reverse
@@ -270,6 +270,10 @@ def _try_email(delivery: Delivery) -> tuple[int | None, str, str, bool, float | 
     )
     try:
         message.send(fail_silently=False)
+    except BadHeaderError as exc:
+        # A CR or LF in the subject (a project named before names were checked): every
+        # try would fail alike, so the delivery ends here instead of retrying for ever.
+        return None, f"BadHeaderError (not retried): {exc}", "", False, None
     except (smtplib.SMTPException, OSError) as exc:
         return None, f"{type(exc).__name__}: {exc}", "", True, None
     return None, "", "", False, None

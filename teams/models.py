@@ -8,10 +8,11 @@ from django.conf import settings
 from django.db import models
 
 from teams.choices import Role
+from teams.validators import no_control_characters
 
 
 class Team(models.Model):
-    name = models.CharField(max_length=120, unique=True)
+    name = models.CharField(max_length=120, unique=True, validators=[no_control_characters])
     slug = models.SlugField(max_length=120, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(
@@ -46,7 +47,7 @@ class AdoptionProject(models.Model):
     """One team's effort to move one codebase from its current platform to ROCm."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="projects")
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=[no_control_characters])
     codebase_description = models.TextField(blank=True)
     current_platform = models.CharField(
         max_length=200, blank=True, help_text="e.g. 8x NVIDIA H100 SXM, CUDA 12.4"

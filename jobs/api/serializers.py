@@ -12,6 +12,7 @@ from jobs.fleet_view import waiting_for
 from jobs.models import Artifact, Environment, Job, JobEvent, Measurement, Schedule
 from jobs.models.schedule import EDITABLE_FIELDS
 from jobs.services.schedules import local_time
+from teams.validators import no_control_characters
 
 
 class EnvironmentSerializer(serializers.ModelSerializer):
@@ -216,7 +217,7 @@ class ScheduleSerializer(serializers.ModelSerializer):
 class ScheduleWriteSerializer(serializers.Serializer):
     """What a schedule is made of; what is valid is jobs.services.schedules' to say."""
 
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=200, validators=[no_control_characters])
     team = serializers.SlugField(required=False, help_text="team slug; optional with one team")
     project = serializers.IntegerField(required=False, allow_null=True)
     kind = serializers.CharField(max_length=64)

@@ -11,6 +11,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from teams.validators import no_control_characters
+
 # What a person writes (page, API, admin); the rest is the beat's to keep.
 EDITABLE_FIELDS = (
     "name",
@@ -27,7 +29,7 @@ EDITABLE_FIELDS = (
 
 
 class Schedule(models.Model):
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=[no_control_characters])
     team = models.ForeignKey("portal.Team", on_delete=models.CASCADE, related_name="schedules")
     project = models.ForeignKey(
         "portal.AdoptionProject",
