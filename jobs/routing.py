@@ -104,6 +104,12 @@ def host_queue(host: str) -> str:
     return queue_name("host", host)
 
 
+def is_host_queue(name: str) -> bool:
+    """Whether a queue is one host's own: its name carries the host's, which labels and
+    other teams' pages must not (docs/security.md)."""
+    return name.startswith(queue_name("host", ""))
+
+
 def capability_queues(inventory: dict, host: str) -> list[str]:
     """The queues a worker with this inventory on this host serves: one per (vendor,
     arch) of its GPUs, then its host's."""

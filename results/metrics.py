@@ -6,8 +6,10 @@ a fixed number of queries whatever the number of jobs (five; tested): one pass o
 jobs table for the counts and the histogram, the rest through indexes or small tables.
 
 Labels are bounded: ``kind`` is a kind of the registry (stack.kinds.KINDS) or "other",
-``status`` a JobStatus, ``queue`` the default queue, one of ROCPATH_JOB_QUEUES or
-"other", ``vendor`` amd, nvidia or "other". Nothing per job, host or worker name.
+``status`` a JobStatus, ``queue`` the default queue, one of ROCPATH_JOB_QUEUES, a GPU
+architecture's queue a live worker announced, or "other" (a host's own queue, which names
+the host, counts as other), ``vendor`` amd, nvidia or "other". Nothing per job, host or
+worker name.
 
 Access (docs/metrics.md): off, a 404, unless ROCPATH_METRICS_TOKEN (a bearer token) or
 ROCPATH_METRICS_ALLOW (addresses or networks) is set; with both, a scrape needs both.
@@ -35,7 +37,7 @@ from jobs.api.throttles import client_address
 from jobs.choices import TERMINAL_STATUSES, JobStatus
 from jobs.models import GpuLease, Job, Worker
 from jobs.models.worker import live_since
-from jobs.routing import live_workers
+from jobs.routing import is_host_queue, live_workers
 from results.models import MetricsScrape, Verdict, VerdictKind
 from stack.kinds import KINDS
 
@@ -56,8 +58,12 @@ def known_queues() -> list[str]:
     names = [settings.CELERY_TASK_DEFAULT_QUEUE]
     for queues in settings.ROCPATH_JOB_QUEUES.values():
         names += [queue for queue in queues if queue not in names]
-    for worker in live_workers():
-        names += [q for q in worker.queues or [] if isinstance(q, str) and q not in names]
+    for worker in live_workers():  # a host's own queue names the host: counted as other
+        names += [
+            q
+            for q in worker.queues or []
+            if isinstance(q, str) and q not in names and not is_host_queue(q)
+        ]
     return names
 
 

@@ -227,3 +227,22 @@ def test_a_job_routed_to_a_capability_queue_is_counted_on_that_queue(
     make_job(team, status=JobStatus.QUEUED, queue=queue)
     samples = scrape()
     assert samples[("rocpath_queue_depth", (("queue", queue), ("status", "queued")))] == 1
+
+
+def test_a_hosts_own_queue_is_never_a_label_its_jobs_count_as_other(
+    team: Any, scrape: Any, settings: Any
+) -> None:
+    from jobs.routing import capability_queues
+
+    # As a worker on host gpu-node-17.cluster.example with an MI300X announces itself.
+    inventory = {"gpus": [{"vendor": "amd", "arch": "gfx942"}]}
+    queues = capability_queues(inventory, "gpu-node-17.cluster.example")
+    Worker.objects.create(
+        name="w@gpu-node-17", host="gpu-node-17", executor="docker", queues=queues
+    )
+    make_job(team, status=JobStatus.QUEUED, queue=queues[-1])  # pinned to that host
+    samples = scrape()
+    assert not [key for key in samples if "gpu-node-17" in str(key)]  # docs/security.md
+    assert samples[("rocpath_queue_depth", (("queue", "other"), ("status", "queued")))] == 1
+    arch = queues[0]
+    assert ("rocpath_queue_depth", (("queue", arch), ("status", "queued"))) in samples
