@@ -134,8 +134,10 @@ def add_upload(
     base: Path | None = None
     try:
         digest = _receive(fileobj, incoming, filename, cap)
-        plan = archives.survey(incoming, fmt, team_limits(project.team_id))
-        require_cuda_relevant(_plan_files(plan), filename)
+        limits = team_limits(project.team_id)
+        plan = archives.survey(incoming, fmt, limits, budget=settings.ROCPATH_UPLOAD_SURVEY_MEMBERS)
+        if plan.complete:  # else the worker reads the rest, and refuses it there
+            require_cuda_relevant(_plan_files(plan), filename)
         with transaction.atomic():
             # One upload of a team at a time past this point, so two cannot share a quota.
             Team.objects.select_for_update().filter(pk=project.team_id).first()

@@ -311,6 +311,10 @@ ROCPATH_LOCAL_TMP_MB = env_int(
 
 # --- project sources (uploads and git clones) ---------------------------------
 ROCPATH_UPLOAD_MAX_BYTES = env_int("ROCPATH_UPLOAD_MAX_BYTES", 512 * 1024**2, minimum=1)
+# How many members of an upload the web request reads (a 400 at once for what they
+# break); past them it accepts the upload as pending and the worker reads the rest,
+# failing the source with the reason. About a second of one web thread on 2 cores.
+ROCPATH_UPLOAD_SURVEY_MEMBERS = env_int("ROCPATH_UPLOAD_SURVEY_MEMBERS", 10_000, minimum=1)
 ROCPATH_SOURCE_MAX_BYTES = env_int("ROCPATH_SOURCE_MAX_BYTES", 2 * 1024**3, minimum=1)
 ROCPATH_SOURCE_MAX_FILES = env_int("ROCPATH_SOURCE_MAX_FILES", 200_000, minimum=1)
 ROCPATH_SOURCE_MAX_RATIO = float(env_int("ROCPATH_SOURCE_MAX_RATIO", 100, minimum=2))
@@ -463,6 +467,11 @@ ROCPATH_REDISPATCH_AFTER_S = env_int("ROCPATH_REDISPATCH_AFTER_S", 120, minimum=
 # counts as stopped (nothing fires it: docs/schedules.md).
 ROCPATH_SCHEDULE_INTERVAL_S = env_int("ROCPATH_SCHEDULE_INTERVAL_S", 15, minimum=1)
 ROCPATH_SCHEDULE_LATE_S = env_int("ROCPATH_SCHEDULE_LATE_S", 300, minimum=60)
+# Caps on what schedules make (docs/security.md): at most ROCPATH_SCHEDULES_PER_TEAM_MAX
+# enabled schedules a team, none firing more often than every ROCPATH_SCHEDULE_MIN_PERIOD_S;
+# their fires count against the submit rate (ROCPATH_THROTTLE_SUBMIT), per team and per owner.
+ROCPATH_SCHEDULES_PER_TEAM_MAX = env_int("ROCPATH_SCHEDULES_PER_TEAM_MAX", 20, minimum=1)
+ROCPATH_SCHEDULE_MIN_PERIOD_S = env_int("ROCPATH_SCHEDULE_MIN_PERIOD_S", 300, minimum=60)
 _CONTROL = {"queue": ROCPATH_CONTROL_QUEUE}
 # The periodic tasks, each routed to the control queue (beat sends them there too).
 CELERY_BEAT_SCHEDULE = {

@@ -320,3 +320,35 @@ def test_what_a_killed_process_left_behind_is_reaped(api, project, settings):
     assert not snapshot_dir(lost.pk).exists()
     assert (snapshot_dir(young.pk) / ".extract-young").exists()
     assert (snapshot_dir(ready.pk) / "tree" / "k.cu").read_bytes() == KERNEL
+
+
+def test_a_100000_member_archive_is_read_past_a_budget_only_by_the_worker(
+    api, project, settings, monkeypatch
+):
+    from teams import archives
+
+    settings.ROCPATH_TEAM_SOURCE_MAX_FILES = 50_000
+    settings.ROCPATH_UPLOAD_SURVEY_MEMBERS = 2_000
+    members = [(tar_entry(f"d{i % 100}/f{i}.cu"), b"") for i in range(100_000)]
+    data = tar_bytes(members)
+    read_in_request = []
+    real_add = archives._Tree.add
+
+    def counting_add(tree, member):
+        read_in_request.append(1)
+        return real_add(tree, member)
+
+    monkeypatch.setattr(archives._Tree, "add", counting_add)
+    response = upload(api, project, "many.tar.gz", data)
+    # The request reads the member list only up to its budget (a second or so of a web
+    # thread), then leaves the rest to the worker: 100,000 members held one 63 s.
+    assert len(read_in_request) <= settings.ROCPATH_UPLOAD_SURVEY_MEMBERS + 1
+    assert response.status_code == 201, response.content
+    snapshot = SourceSnapshot.objects.get()
+    assert snapshot.status == "pending"
+
+    monkeypatch.setattr(archives._Tree, "add", real_add)
+    extract_pending()  # the worker reads all of it and refuses it, saying why
+    snapshot.refresh_from_db()
+    assert snapshot.status == "failed" and "more than 50000 files" in snapshot.error
+    assert not any((Path(settings.ARTIFACT_ROOT) / "sources").rglob("f1.cu"))
