@@ -22,11 +22,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
+from rest_framework.settings import api_settings
 
 from jobs import services
 from jobs.access import artifacts_for, jobs_for
 from jobs.api.authentication import rotate_token, token_expires_at
 from jobs.api.errors import bound_errors
+from jobs.api.throttles import SubmitThrottle, take_submit_allowance
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.fleet_view import waiting_for
@@ -262,7 +264,12 @@ def job_submit(request: HttpRequest) -> HttpResponse:
         initial["kind"] = chosen.name
         initial["params"] = json.dumps(dict(chosen.example_params or {}), indent=1)
     form = JobSubmitForm(request.POST or None, teams=teams, projects=projects, initial=initial)
-    if request.method == "POST" and form.is_valid():
+    # Counted before the form is read, as the API counts a POST: one allowance for both.
+    wait = take_submit_allowance(request.user) if request.method == "POST" else None
+    if wait is not None:
+        rate = api_settings.DEFAULT_THROTTLE_RATES.get(SubmitThrottle.scope)
+        form.add_error(None, f"Too many submissions (at most {rate}): try again in {wait} seconds.")
+    elif request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             job = services.submit_job(
@@ -292,7 +299,11 @@ def job_submit(request: HttpRequest) -> HttpResponse:
         }
         for k in sorted(KINDS.values(), key=lambda k: k.name)
     ]
-    return render(request, "portal/job_submit.html", {"form": form, "kinds": kinds})
+    response = render(request, "portal/job_submit.html", {"form": form, "kinds": kinds})
+    if wait is not None:
+        response.status_code = 429
+        response["Retry-After"] = str(wait)
+    return response
 
 
 @login_required

@@ -5,6 +5,8 @@
 - address: every caller from one address together, so many accounts on one machine do not
   multiply the allowance.
 - submit: job submissions (create and rerun) per user, stricter, since each one queues work.
+  The portal's submit form and a schedule's fires take from the same allowance
+  (take_submit_allowance), so no door around the API multiplies it.
 
 The address is client_address's, the same one django-axes locks sign-ins by. Past a rate the
 answer is 429 with Retry-After. The rates are read when a request comes, not
@@ -13,6 +15,8 @@ when the module is imported, so a changed setting (a test's) takes effect.
 
 from __future__ import annotations
 
+import math
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -75,3 +79,16 @@ class SubmitThrottle(_RateFromSettings, UserRateThrottle):
         if getattr(view, "action", None) not in self.ACTIONS:
             return True
         return super().allow_request(request, view)
+
+
+def take_submit_allowance(user: Any) -> int | None:
+    """Count one submission of ``user`` against the submit scope, as the API would: None when
+    it is within the rate, else the seconds to wait. The same cache key as SubmitThrottle's
+    (per user), so the API, the portal's form and a schedule's fires share one allowance."""
+    throttle = SubmitThrottle()
+    # UserRateThrottle.allow_request, past SubmitThrottle's filter on the API's view: the
+    # callers are a form and the scheduler, not a view; get_cache_key reads request.user.
+    caller = SimpleNamespace(user=user, META={})
+    if UserRateThrottle.allow_request(throttle, caller, None):  # type: ignore[arg-type]
+        return None
+    return max(1, math.ceil(throttle.wait() or 1))
