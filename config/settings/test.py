@@ -37,6 +37,8 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(  # noqa: F405
     REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],  # noqa: F405
     "1000000/minute",
 )
+# Suites make dozens of schedules in one team (tests/security lowers this too).
+ROCPATH_SCHEDULES_PER_TEAM_MAX = 1000
 
 # Two suites on one machine (a developer's beside CI's, two clones) each need their own
 # test database: by default its name carries a hash of this checkout's path, so a suite in

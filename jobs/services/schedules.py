@@ -14,6 +14,11 @@ Guarantees (docs/schedules.md):
 - **The same door as a person.** The job goes through ``submit_job`` as the schedule's
   owner (``created_by``) with launch type "scheduled": team access, parameter caps, the
   timeout limit and queue routing apply as they would to a manual launch.
+- **Capped.** A team has at most ROCPATH_SCHEDULES_PER_TEAM_MAX enabled schedules, none
+  firing more often than every ROCPATH_SCHEDULE_MIN_PERIOD_S; a fire past the submit rate
+  (ROCPATH_THROTTLE_SUBMIT: the team's scheduled jobs in its window, and the owner's own
+  allowance, shared with the API and the form) is skipped and recorded like a refusal.
+  Without these, sixty every-minute schedules made sixty jobs a minute, past every throttle.
 - **A refusal is recorded, never raised.** A submission refused (or one that fails for
   another reason) is written to ``last_error``, counted in ``consecutive_failures``, and
   the schedule keeps its next run: it is never disabled behind anyone's back. The page
@@ -34,6 +39,7 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 from cronsim import CronSim, CronSimError
@@ -42,9 +48,11 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.dispatch import Signal
 from django.utils import timezone
+from rest_framework.settings import api_settings
 
+from jobs.api.throttles import SubmitThrottle, take_submit_allowance
 from jobs.choices import LaunchType
-from jobs.models import Schedule
+from jobs.models import Job, Schedule
 from jobs.services.submit import Submission, SubmissionError, check_submission, submit_job
 
 logger = logging.getLogger(__name__)
@@ -53,6 +61,9 @@ FIRE_TASK = "jobs.fire_schedules"  # jobs/tasks.py; on the beat, control queue
 FIRE_BATCH = 200  # at most this many schedules a beat; the rest are due the next beat
 CRON_FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
 CRON_MAX_LENGTH = 200  # Schedule.cron's max_length
+# Fire times looked at for the shortest gap: a tight pair ("0,1 3 * * *") repeats daily or
+# with the day fields, so it shows among the first few; more is cheap insurance.
+PERIOD_SAMPLES = 32
 
 # Sent after commit with schedule_id (int), error (str) and failures (int, in a row) when
 # a due schedule's submission was refused: its job was not made.
@@ -104,7 +115,30 @@ def schedule_errors(cron: object, time_zone: object) -> dict[str, list[str]]:
         errors["cron"] = problems
     if problems := time_zone_errors(time_zone):
         errors["time_zone"] = problems
+    if not errors and (problems := period_errors(str(cron), str(time_zone))):
+        errors["cron"] = problems
     return errors
+
+
+def period_errors(cron: str, time_zone: str, now: datetime | None = None) -> list[str]:
+    """Refuse an expression that fires more often than ROCPATH_SCHEDULE_MIN_PERIOD_S: each
+    fire is a job, and a schedule is not a way around the submit rate."""
+    minimum = settings.ROCPATH_SCHEDULE_MIN_PERIOD_S
+    moment: datetime | None = now or timezone.now()
+    times = []
+    for _ in range(PERIOD_SAMPLES):
+        moment = next_run(cron, time_zone, moment) if moment else None
+        if moment is None:
+            break
+        times.append(moment)
+    gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(times)]
+    if gaps and (shortest := min(gaps)) < minimum:
+        return [
+            f"{cron!r} fires {int(shortest)} s apart at its closest: at most once every "
+            f"{minimum} s (ROCPATH_SCHEDULE_MIN_PERIOD_S), e.g. '*/{max(1, minimum // 60)} "
+            "* * * *'."
+        ]
+    return []
 
 
 # --- timing ---------------------------------------------------------------------------
@@ -177,8 +211,33 @@ def save_schedule(schedule: Schedule, *, user: Any, now: datetime | None = None)
     schedule.team = checked.team  # the project's, or the user's one team when none was named
     schedule.created_by = user
     plan(schedule, now)
-    schedule.save()
+    with transaction.atomic():
+        if schedule.enabled:
+            _check_team_cap(schedule)
+        schedule.save()
     return schedule
+
+
+def _check_team_cap(schedule: Schedule) -> None:
+    """Refuse one enabled schedule past ROCPATH_SCHEDULES_PER_TEAM_MAX: the team's row is
+    locked first, so two saves at once cannot both take the last place."""
+    cap = settings.ROCPATH_SCHEDULES_PER_TEAM_MAX
+    type(schedule.team).objects.select_for_update().filter(pk=schedule.team_id).first()
+    enabled = (
+        Schedule.objects.filter(team_id=schedule.team_id, enabled=True)
+        .exclude(pk=schedule.pk)
+        .count()
+    )
+    if enabled >= cap:
+        raise SubmissionError(
+            {
+                "enabled": [
+                    f"The team has {enabled} enabled schedules: at most {cap} enabled "
+                    "schedules a team (ROCPATH_SCHEDULES_PER_TEAM_MAX). Disable or delete "
+                    "one first, or save this one disabled."
+                ]
+            }
+        )
 
 
 def local_time(schedule: Schedule, moment: datetime | None) -> datetime | None:
@@ -235,6 +294,8 @@ def fire_schedule(schedule: Schedule, now: datetime | None = None) -> Fired | No
         owner = schedule.created_by
         if owner is None or not owner.is_active:
             error = "its owner's account is gone or disabled: nobody to submit the job as"
+        elif over := over_budget(schedule, owner):
+            error = over
         else:
             try:
                 with transaction.atomic():  # a failure here leaves the claim standing
@@ -261,6 +322,33 @@ def fire_schedule(schedule: Schedule, now: datetime | None = None) -> Fired | No
     if error:
         logger.warning("schedule %s (%s): %s", schedule.pk, schedule.name, error)
     return Fired(schedule.pk, job.pk if job else None, error)
+
+
+def over_budget(schedule: Schedule, owner: Any) -> str:
+    """Why this fire is skipped, or "": the submit rate (ROCPATH_THROTTLE_SUBMIT) bounds
+    what a team's schedules make together in its window, and each fire takes from its
+    owner's own allowance, the one their API and form submissions use. Without it many
+    schedules made jobs past any throttle."""
+    rate = api_settings.DEFAULT_THROTTLE_RATES.get(SubmitThrottle.scope)
+    if not rate:
+        return ""
+    allowed, window = SubmitThrottle().parse_rate(rate)
+    made = Job.objects.filter(
+        team_id=schedule.team_id,
+        launch_type=LaunchType.SCHEDULED,
+        created_at__gt=timezone.now() - timedelta(seconds=window),
+    ).count()
+    if made >= allowed:
+        return (
+            f"skipped: the team's schedules made {made} jobs in the last {window} s, "
+            f"the submit rate ({rate}, ROCPATH_THROTTLE_SUBMIT)"
+        )
+    if (wait := take_submit_allowance(owner)) is not None:
+        return (
+            f"skipped: its owner is past the submit rate ({rate}, ROCPATH_THROTTLE_SUBMIT), "
+            f"shared with their own submissions; free again in {wait} s"
+        )
+    return ""
 
 
 def fire_due_schedules(now: datetime | None = None) -> list[Fired]:
