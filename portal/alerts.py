@@ -90,7 +90,11 @@ def project_alerts(request: HttpRequest, pk: int) -> HttpResponse:
             messages.info(request, "A new signing secret: update your receivers.")
             return redirect("portal:project-alerts", pk=pk)
         if action == "test" and config is not None:
-            sent = alerts.send_test(config)
+            try:
+                sent = alerts.send_test(config)
+            except alerts.TooManyTests as exc:
+                messages.error(request, f"No test alert sent: {exc}.")
+                return redirect("portal:project-alerts", pk=pk)
             messages.info(
                 request,
                 f"A test alert went to {sent} target(s); see the log below."

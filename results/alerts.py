@@ -142,8 +142,31 @@ def rotate_secret(config: AlertSettings) -> str:
     return config.secret
 
 
+class TooManyTests(Exception):
+    """The project sent its test alerts for this hour; ``wait_s`` until the next may go."""
+
+    def __init__(self, wait_s: int) -> None:
+        super().__init__(f"too many test alerts: try again in {wait_s // 60 + 1} min")
+        self.wait_s = wait_s
+
+
 def send_test(config: AlertSettings) -> int:
-    """A test alert to every target; how many targets it went to."""
+    """A test alert to every target; how many targets it went to.
+
+    At most ROCPATH_ALERT_TESTS_PER_HOUR per project (TooManyTests): each one is a try
+    per target on the control queue, and the button could be pressed in a loop.
+    """
+    hour_ago = timezone.now() - timedelta(hours=1)
+    recent = list(
+        Alert.objects.filter(
+            project_id=config.project_id, event=AlertEvent.TEST, created_at__gte=hour_ago
+        )
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+    )
+    if len(recent) >= settings.ROCPATH_ALERT_TESTS_PER_HOUR:
+        oldest = recent[-settings.ROCPATH_ALERT_TESTS_PER_HOUR]
+        raise TooManyTests(int((oldest - hour_ago).total_seconds()))
     alert = notify(
         config.project_id, AlertEvent.TEST, {"message": "a test alert from the alerts page"}
     )
@@ -182,9 +205,19 @@ def deliver(delivery_id: int) -> float | None:
         seconds=1
     ):
         return None
+    if delivery.attempts >= settings.ROCPATH_ALERT_MAX_ATTEMPTS:
+        # Its tries were claimed and lost (their process killed before they recorded):
+        # end it, instead of the overdue sweep sending it again every few minutes.
+        Delivery.objects.filter(pk=delivery.pk, attempts=delivery.attempts).update(
+            status=DeliveryStatus.FAILED, next_attempt_at=None
+        )
+        return None
     number = delivery.attempts + 1
     claimed = Delivery.objects.filter(
-        pk=delivery.pk, attempts=delivery.attempts, status=delivery.status
+        pk=delivery.pk,
+        attempts=delivery.attempts,
+        attempts__lt=settings.ROCPATH_ALERT_MAX_ATTEMPTS,
+        status=delivery.status,
     ).update(attempts=number)
     if not claimed:
         return None
@@ -309,6 +342,7 @@ def requeue_overdue() -> list[int]:
         Delivery.objects.filter(
             status__in=(DeliveryStatus.PENDING, DeliveryStatus.RETRYING),
             created_at__lt=cutoff,
+            attempts__lt=settings.ROCPATH_ALERT_MAX_ATTEMPTS,
         )
         .exclude(next_attempt_at__gte=cutoff)
         .values_list("pk", flat=True)[:500]

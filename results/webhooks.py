@@ -19,6 +19,7 @@ import hmac
 import http.client
 import socket
 import ssl
+import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -139,6 +140,21 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Response:
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     kind = _PinnedHTTPS if parts.scheme == "https" else _PinnedHTTP
     connection = kind(host, port, addresses, settings.ROCPATH_ALERT_TIMEOUT_S)
+    # One deadline for the whole try: the socket timeout bounds each read, and a receiver
+    # dripping a byte inside it would hold the control queue's one slot for the task's
+    # hard limit. Past the deadline the socket is shut, so the blocked read returns.
+    deadline = settings.ROCPATH_ALERT_TRY_DEADLINE_S
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        if connection.sock is not None:
+            with contextlib.suppress(OSError):
+                connection.sock.shutdown(socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(deadline, cut)
+    watchdog.daemon = True
+    watchdog.start()
     try:
         connection.request(
             "POST",
@@ -153,9 +169,14 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Response:
         answer = connection.getresponse()
         excerpt = answer.read(EXCERPT_CHARS * 4).decode("utf-8", "replace")[:EXCERPT_CHARS]
         return Response(answer.status, excerpt, _retry_after(answer.getheader("Retry-After")))
-    except http.client.HTTPException as exc:  # a malformed answer: count it as no answer
-        raise ConnectionError(f"bad HTTP answer: {exc!r}") from exc
+    except (http.client.HTTPException, OSError) as exc:
+        if expired.is_set():
+            raise TimeoutError(f"no whole answer within the try's {deadline} s deadline") from exc
+        if isinstance(exc, OSError):
+            raise
+        raise ConnectionError(f"bad HTTP answer: {exc!r}") from exc  # count it as no answer
     finally:
+        watchdog.cancel()
         connection.close()
 
 

@@ -501,6 +501,11 @@ ROCPATH_ALERT_MAX_ATTEMPTS = env_int("ROCPATH_ALERT_MAX_ATTEMPTS", 6, minimum=1,
 ROCPATH_ALERT_RETRY_BASE_S = env_int("ROCPATH_ALERT_RETRY_BASE_S", 30, minimum=1)
 ROCPATH_ALERT_RETRY_MAX_S = env_int("ROCPATH_ALERT_RETRY_MAX_S", 3600, minimum=1)
 ROCPATH_ALERT_TIMEOUT_S = env_int("ROCPATH_ALERT_TIMEOUT_S", 10, minimum=1, maximum=120)
+# The whole of one try (connect, send, the answer): a receiver that drips bytes inside
+# ROCPATH_ALERT_TIMEOUT_S is cut here, well below the delivery task's hard time limit.
+ROCPATH_ALERT_TRY_DEADLINE_S = env_int("ROCPATH_ALERT_TRY_DEADLINE_S", 20, minimum=1, maximum=50)
+# Test alerts one project may send from its alerts page, per hour.
+ROCPATH_ALERT_TESTS_PER_HOUR = env_int("ROCPATH_ALERT_TESTS_PER_HOUR", 4, minimum=1)
 # Webhook hosts (names or networks) that may be called although they resolve to loopback,
 # private or other non-global addresses: an operator's receiver on an internal host.
 ROCPATH_WEBHOOK_HOST_ALLOW = env_list("ROCPATH_WEBHOOK_HOST_ALLOW", [])
