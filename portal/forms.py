@@ -13,6 +13,15 @@ from teams.models import AdoptionProject, Team
 from teams.validators import no_control_characters
 
 
+def offer_teams(field: forms.ModelChoiceField, teams: Any) -> None:
+    """The teams a form may pick from; with only one, it is chosen and "---------" is gone
+    (a newcomer's first project otherwise failed with "This field is required")."""
+    field.queryset = teams
+    if len(teams) == 1:
+        field.initial = teams[0]
+        field.empty_label = None
+
+
 class JobSubmitForm(forms.Form):
     kind = forms.ChoiceField(choices=())
     team = forms.ModelChoiceField(queryset=Team.objects.none())
@@ -30,10 +39,8 @@ class JobSubmitForm(forms.Form):
         self.fields["kind"].choices = [
             (k.name, f"{k.name} — {k.title}") for k in sorted(KINDS.values(), key=lambda k: k.name)
         ]
-        self.fields["team"].queryset = teams
         self.fields["project"].queryset = projects
-        if len(teams) == 1:
-            self.fields["team"].initial = teams[0]
+        offer_teams(self.fields["team"], teams)
         # A new user's first submit: the quick, harmless kind, not the first in the list
         # (a full benchmark sweep, an hour on a CPU, when its parameters are {}).
         first = next((k.name for k in KINDS.values() if k.submit_default), None)
@@ -134,7 +141,7 @@ class ProjectForm(forms.ModelForm):
 
     def __init__(self, *args: object, teams: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
+        offer_teams(self.fields["team"], teams)
 
     def clean_target_gpus(self) -> list[str]:
         raw = self.cleaned_data.get("target_gpus") or ""

@@ -366,7 +366,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         project = form.save()
         messages.success(request, f"Project {project.name} created.")
-        return redirect(reverse("portal:projects"))
+        return redirect("portal:project-detail", pk=project.pk)  # where its first step is
     projects = list(projects_for(request.user))
     phases = current_phases([p.pk for p in projects])
     for p in projects:

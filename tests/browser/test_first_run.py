@@ -99,11 +99,9 @@ def test_a_newcomer_goes_from_make_run_to_a_pdf_on_the_embedded_defaults(chromiu
             journey.shot("01-dashboard")
 
             page.click("nav >> text=Projects")
-            page.select_option("#id_team", label="Demo team")  # TEMP
             page.fill("#id_name", "first-port")
             page.fill("#id_codebase_description", "A CUDA solver")
             page.click("form:has(#id_name) button[type=submit]")
-            page.get_by_role("link", name="first-port", exact=True).click()  # TEMP
             page.wait_for_url("**/projects/*/")
             project_url = page.url
             journey.shot("02-project")
@@ -136,7 +134,6 @@ def test_a_newcomer_goes_from_make_run_to_a_pdf_on_the_embedded_defaults(chromiu
                 page.click("nav >> text=Submit")
                 page.select_option("#id_kind", "blas-bench")
                 page.fill("#id_params", json.dumps(BENCH))
-                page.select_option("#id_team", label="Demo team")  # TEMP
                 page.click("form:has(#id_params) button[type=submit]")
                 page.wait_for_url("**/jobs/*/")
                 jobs.append(page.url.rstrip("/").rsplit("/", 1)[1])

@@ -166,10 +166,20 @@ def test_a_project_can_be_created_from_the_projects_page(member_client, team):
             "target_gpus": "MI300X, gfx942",
         },
     )
-    assert response.status_code == 302
     project = team.projects.get()
+    assert response.status_code == 302 and response["Location"] == f"/projects/{project.pk}/"
     assert project.target_gpus == ["MI300X", "gfx942"]
     assert "cfd-solver" in member_client.get("/projects/").content.decode()
+
+
+def test_a_member_of_one_team_finds_it_chosen_in_the_team_selects(member_client, team):
+    import re
+
+    for page in ("/projects/", "/jobs/new/"):
+        html = member_client.get(page).content.decode()
+        select = re.search(r'<select name="team"[^>]*>(.*?)</select>', html, re.S).group(1)
+        assert "---------" not in select, page
+        assert re.search(rf'<option value="{team.pk}" selected>', select), (page, select)
 
 
 def test_every_model_has_an_admin_page(team):
