@@ -307,3 +307,12 @@ def test_a_blas_bench_page_shows_the_claims_check_and_what_was_not_measured(memb
     assert "BF16 is about 2x as fast as FP32" in html and "13.223" in html
     assert "better than quoted" in html and "no square FP8 GEMM measured" in html
     assert "numpy has no bfloat16" in html and "CV 6.69 %" in html
+
+
+def test_phase_statuses_read_as_words_on_the_project_and_roadmap_pages(member_client, team):
+    from tests.factories import make_project
+
+    project = make_project(team, "cfd")
+    for page in (f"/projects/{project.pk}/", f"/projects/{project.pk}/roadmap/"):
+        html = member_client.get(page).content.decode()
+        assert "Not started" in html and "notstarted" not in html, page

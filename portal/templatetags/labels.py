@@ -1,0 +1,18 @@
+"""Template filters that show stored values by their labels, not as raw enum text."""
+
+from __future__ import annotations
+
+from django import template
+
+from roadmap.models import PhaseStatus
+
+register = template.Library()
+
+
+@register.filter
+def phase_status(value: str) -> str:
+    """'not_started' as "Not started" (the page showed "notstarted")."""
+    try:
+        return str(PhaseStatus(value).label)
+    except ValueError:
+        return value
