@@ -29,6 +29,7 @@ class JobSubmitForm(forms.Form):
     params = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
         required=False,
+        label="Parameters",
         initial="{}",
         help_text="JSON object; {} takes every default (the kind's parameters are listed below)",
     )
@@ -132,7 +133,9 @@ def param_fields(schema: dict[str, Any]) -> list[dict[str, str]]:
 
 class ProjectForm(forms.ModelForm):
     target_gpus = forms.CharField(
-        required=False, help_text="comma-separated, e.g. MI300X, gfx942, MI250X"
+        required=False,
+        label="Target GPUs",
+        help_text="comma-separated, e.g. MI300X, gfx942, MI250X",
     )
 
     class Meta:

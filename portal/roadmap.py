@@ -42,6 +42,18 @@ class ContextForm(forms.ModelForm):
             "current_gpu_price",
             "candidate_gpu_price",
         ]
+        # Django would label them from the names ("Multi gpu", "Current gpu price").
+        labels = {
+            "time_window_weeks": "Time window (weeks)",
+            "engineers": "Engineers",
+            "multi_gpu": "Multi-GPU",
+            "multi_vendor_fleet": "Multi-vendor fleet",
+            "new_cluster": "New cluster",
+            "needs_low_level_access": "Needs low-level access",
+            "budget_limited": "Budget-limited",
+            "current_gpu_price": "Current GPU price",
+            "candidate_gpu_price": "Candidate GPU price",
+        }
 
 
 class PhaseForm(forms.ModelForm):
