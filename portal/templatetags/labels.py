@@ -16,3 +16,10 @@ def phase_status(value: str) -> str:
         return str(PhaseStatus(value).label)
     except ValueError:
         return value
+
+
+@register.filter
+def words(value: object) -> str:
+    """'unsupported_device_function' as "unsupported device function": a name in words,
+    which a table cell can also wrap (as one token it cut the porting report's table off)."""
+    return str(value).replace("_", " ")
