@@ -1,4 +1,5 @@
-"""Form layout the rendered HTML can show: a checkbox inside its label, beside its words."""
+"""Layout the rendered HTML and the stylesheet can show: a checkbox inside its label, beside
+its words; a definition-list card its own height."""
 
 from __future__ import annotations
 
@@ -35,3 +36,12 @@ def test_the_roadmap_context_forms_boxes_sit_in_their_labels(member_client, team
 def test_the_stylesheet_keeps_checkboxes_their_own_width():
     css = (settings.BASE_DIR / "static/css/rocpath.css").read_text()
     assert "input[type=checkbox], input[type=radio] { width:auto;" in css
+
+
+def test_a_definition_list_card_keeps_its_own_height_beside_a_taller_card(member_client, team):
+    project = make_project(team, "cfd")
+    html = member_client.get(f"/projects/{project.pk}/").content.decode()
+    assert '<section class="grid">\n  <dl class="card facts">' in html  # a grid item itself
+    css = (settings.BASE_DIR / "static/css/rocpath.css").read_text()
+    assert ".card.facts { align-self:start; margin:1rem 0; }" in css  # not stretched
+    assert "align-content:start" in css  # its rows packed at the top, not spread out
