@@ -8,7 +8,7 @@ from tests.factories import make_job, make_project
 
 def test_the_project_form_says_target_gpus_in_capitals(member_client):
     html = member_client.get("/projects/").content.decode()
-    assert ">Target GPUs<" in html and "Target gpus" not in html
+    assert 'for="id_target_gpus">Target GPUs</label>' in html and "Target gpus" not in html
 
 
 def test_the_roadmap_context_form_names_its_fields_in_words(member_client, team):
