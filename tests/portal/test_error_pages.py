@@ -50,3 +50,4 @@ def test_the_500_page_renders_with_no_context_at_all():
 
     html = loader.get_template("500.html").render()
     assert "Something went wrong" in html
+    assert "{#" not in html and "server_error renders" not in html  # the comment stays hidden
