@@ -28,3 +28,12 @@ def test_the_downloaded_report_carries_the_stacking_rule(member_client, team):
     scan(project, ready_source(project))
     html = member_client.get(f"/projects/{project.pk}/porting/?format=html").content.decode()
     assert ".grid-wide { grid-template-columns: repeat(auto-fit, minmax(min(100%, 34rem)" in html
+
+
+def test_the_flagged_identifiers_kind_reads_in_words(member_client, team):
+    project = make_project(team, "solver")
+    api = {"identifier": "__activemask", "kind": "unsupported_device_function", "total": 1}
+    scan(project, ready_source(project), top_apis=[api])
+    html = member_client.get(f"/projects/{project.pk}/porting/").content.decode()
+    assert "<td>unsupported device function</td>" in html
+    assert "unsupported_device_function" not in html
