@@ -32,6 +32,11 @@ STORAGES["staticfiles"] = {  # noqa: F405
     "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
 }
 WHITENOISE_AUTOREFRESH = True
+# The live server serves static files from the apps' folders through WhiteNoise: pytest-
+# django's own static handler looks for the string "django.contrib.staticfiles" in
+# INSTALLED_APPS, which config.staticfiles.StaticFiles replaces (a clean clone has no
+# collected files, and every page's CSS and htmx were a 404 in the browser tests).
+WHITENOISE_USE_FINDERS = True
 # Tests make hundreds of API calls a minute from one address: only tests/security lowers these.
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(  # noqa: F405
     REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],  # noqa: F405

@@ -74,7 +74,7 @@ def test_a_team_walks_phase_one_and_opens_phase_two(page, tmp_path):
     page.fill("#id_name", "ocean model")
     page.fill("#id_target_gpus", "MI300X")
     page.click("form.card button[type=submit]")
-    page.click("td a:has-text('ocean model')")
+    page.wait_for_url("**/projects/*/")  # a new project opens on its own page
     project_url = page.url
     page.set_input_files("#archive", str(tmp_path / "code.tar.gz"))
     page.click("form:has(#archive) button[type=submit]")
