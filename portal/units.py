@@ -29,10 +29,8 @@ def rate_unit(unit: str, values: Iterable[float | None]) -> tuple[float, str]:
     prefix, base = match[1], match[2]
     stored = dict(_PREFIXES)[prefix]
     top = max(finite) * stored
-    for name, size in _PREFIXES:
-        if top >= size or name == _PREFIXES[-1][0]:
-            return stored / size, f"{name}{base}"
-    raise AssertionError("unreachable")  # pragma: no cover
+    name, size = next(((n, s) for n, s in _PREFIXES if top >= s), _PREFIXES[-1])
+    return stored / size, f"{name}{base}"
 
 
 def scaled(value: float | None, unit: str) -> tuple[float | None, str]:

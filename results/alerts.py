@@ -214,10 +214,7 @@ def deliver(delivery_id: int) -> float | None:
         return None
     number = delivery.attempts + 1
     claimed = Delivery.objects.filter(
-        pk=delivery.pk,
-        attempts=delivery.attempts,
-        attempts__lt=settings.ROCPATH_ALERT_MAX_ATTEMPTS,
-        status=delivery.status,
+        pk=delivery.pk, attempts=delivery.attempts, status=delivery.status
     ).update(attempts=number)
     if not claimed:
         return None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 
 CLONE_NEWUSER = 0x10000000
@@ -133,8 +134,10 @@ def _filter(lib: ctypes.CDLL) -> int:
     return ctx
 
 
+@functools.cache
 def bpf() -> bytes:
-    """The compiled filter, as bwrap's ``--seccomp FD`` reads it."""
+    """The compiled filter, as bwrap's ``--seccomp FD`` reads it; built once per process
+    (it is the same for every job, and each job start asked libseccomp again)."""
     lib = _library()
     ctx = _filter(lib)
     fd = os.memfd_create("rocpath-seccomp")

@@ -363,6 +363,7 @@ def runner_argv(spec: JobSpec) -> list[str]:
 # its own, and the filter is the worker's, as for a local job.
 SECCOMP_FD = 9
 SECCOMP_FILE = "seccomp.bpf"
+_OPEN_FILTER = f" {SECCOMP_FD}<{SECCOMP_FILE}"  # the batch script's redirection
 
 
 def _gpu_spec(spec: JobSpec) -> JobSpec:
@@ -468,7 +469,7 @@ def batch_script(spec: JobSpec) -> str:
         lines.append(f"export {key}={shlex.quote(value)}")
     lines.append(f"cd {shlex.quote(str(spec.job_dir))}")
     argv = runner_argv(spec)
-    opened = f" {SECCOMP_FD}<{SECCOMP_FILE}" if "--seccomp" in argv else ""
+    opened = _OPEN_FILTER if "--seccomp" in argv else ""
     lines.append("exec " + shlex.join(argv) + opened)
     return "\n".join(lines) + "\n"
 
@@ -494,7 +495,7 @@ class SlurmExecutor(LocalExecutor):
             super().prepare(spec)
         script = spec.job_dir / SCRIPT_NAME
         text = batch_script(spec)
-        if f" {SECCOMP_FD}<{SECCOMP_FILE}" in text:
+        if _OPEN_FILTER in text:  # a sandboxed runner: its filter goes in the job folder
             try:
                 (spec.job_dir / SECCOMP_FILE).write_bytes(seccomp.bpf())
             except seccomp.SeccompError as exc:
