@@ -237,8 +237,17 @@ class DockerExecutor(Executor):
             )
         except GpuUnavailable as exc:
             raise ExecutorError(str(exc)) from exc
+        params = container_params(spec, gpu)
         try:
-            self.container = self.engine.containers.create(**container_params(spec, gpu))
+            try:
+                self.container = self.engine.containers.create(**params)
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise
+                # The name (deployment, job, attempt) is taken: a container of this very
+                # attempt that its worker did not live to remove. Ours to remove; once.
+                remove_containers(jobs={spec.job_id})
+                self.container = self.engine.containers.create(**params)
         except docker.errors.ImageNotFound:
             raise ExecutorError(
                 f"image {spec.image} is not on this worker's host: build it with "

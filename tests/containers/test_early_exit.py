@@ -49,3 +49,30 @@ def test_a_container_that_exits_at_once_ends_its_job(team, job_image, monkeypatc
     docker_executor.remove_containers(jobs={job.pk})
     assert ended, f"the job of a container that ran /bin/true did not end in {JOB_S} s"
     assert ended[0].exit_code == 0 and not ended[0].timed_out
+
+
+def test_a_container_left_by_an_earlier_try_of_the_same_attempt_is_replaced(
+    team, job_image, monkeypatch
+):
+    job = make_job(team, status=JobStatus.RUNNING, worker="w@h")
+    spec = JobSpec(
+        job_id=job.pk, kind="noop", job_dir=services.job_dir(job.pk), timeout_s=30, image=job_image
+    )
+    spec.job_dir.mkdir(parents=True)
+    spec.params_file.write_text("{}")
+    real = docker_executor.container_params
+
+    def exits_at_once(spec: JobSpec, gpu) -> dict:
+        params = real(spec, gpu)
+        params["entrypoint"], params["command"] = ["/bin/true"], []
+        return params
+
+    monkeypatch.setattr(docker_executor, "container_params", exits_at_once)
+    # The container a killed worker left: same deployment, job and attempt, so same name.
+    spec.out_dir.mkdir()
+    docker_executor.client().containers.create(**exits_at_once(spec, docker_executor.NO_GPU))
+    try:
+        outcome = docker_executor.DockerExecutor().run(spec, Recorder())
+    finally:
+        docker_executor.remove_containers(jobs={job.pk})
+    assert outcome.exit_code == 0, outcome
