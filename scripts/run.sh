@@ -166,7 +166,10 @@ if [ "${ROCPATH_LOG_TERMINAL:-0}" = 1 ]; then
     tail -n 0 -F --pid=$$ "${LOGS[@]}" >&2 2>/dev/null </dev/null &
     TAIL=$!
 fi
-for name in "${SERVICES[@]}"; do start "$name"; done
+# The web server starts first and alone: the page is what a newcomer waits for, and on a
+# 2-core machine the worker, control worker and beat importing Django beside it tripled
+# its start. They start once it answers (a job submitted meanwhile waits in the broker).
+start web
 
 # The URL is printed once the web server answers /healthz (a 503 naming a service that is
 # down is an answer too: the page then says which), polled while the web server lives.
@@ -188,6 +191,9 @@ until answers || [ "$STATE" != running ]; do
     sleep 0.2 &
     wait $! || true
 done
+if [ "$STATE" = running ] && alive web; then
+    for name in "${SERVICES[@]}"; do [ "$name" = web ] || start "$name"; done
+fi
 cat <<MSG
 
   rocpath is running
