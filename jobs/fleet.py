@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from jobs.choices import JobStatus
 from jobs.models import Job, Worker
-from jobs.routing import capability_queues
+from jobs.routing import capability_queues, service_queues
 
 logger = logging.getLogger(__name__)
 
@@ -165,8 +165,9 @@ def consumed_queues(consumer: Any) -> list[str]:
 
 
 def serves_jobs(queues: list[str]) -> bool:
-    """A worker of the control queue alone runs no job, so it has no capability."""
-    return bool(set(queues) - {settings.ROCPATH_CONTROL_QUEUE})
+    """A worker of the control or alert queues alone runs no job, so it has no
+    capability."""
+    return bool(set(queues) - service_queues())
 
 
 def announce(consumer: Any) -> Worker | None:

@@ -104,6 +104,12 @@ def host_queue(host: str) -> str:
     return queue_name("host", host)
 
 
+def service_queues() -> set[str]:
+    """The control and alert queues: their workers run no job, so they announce no
+    capability and need no room for job output."""
+    return {settings.ROCPATH_CONTROL_QUEUE, settings.ROCPATH_ALERT_QUEUE}
+
+
 def is_host_queue(name: str) -> bool:
     """Whether a queue is one host's own: its name carries the host's, which labels and
     other teams' pages must not (docs/security.md)."""

@@ -17,18 +17,19 @@ def _check_artifact_root(sender: object = None, **_: object) -> None:
     """Refuse to start on an artifact root that is read-only or full: every job would fail.
 
     SystemExit, not an exception: Celery logs a receiver's exception and starts anyway.
-    A worker of the control queue alone runs no job and writes nothing there: it starts
+    A worker of the control or alert queues alone runs no job and writes nothing there: it starts
     whatever the disk, since the reaper it serves is what ends jobs a full disk broke.
     """
     from pathlib import Path
 
     from django.conf import settings
 
+    from jobs.routing import service_queues
     from jobs.storage import root_problem
 
     queues = getattr(getattr(getattr(sender, "app", None), "amqp", None), "queues", None)
     consumed = set(getattr(queues, "consume_from", None) or ())
-    if consumed and consumed <= {settings.ROCPATH_CONTROL_QUEUE}:
+    if consumed and consumed <= service_queues():
         return
     problem = root_problem(Path(settings.ARTIFACT_ROOT), min_free_mb=settings.ROCPATH_MIN_FREE_MB)
     if problem:

@@ -2,7 +2,9 @@
 
 ``notify(project, event, payload)`` is the one entry point. It writes the Alert and one
 Delivery per target in the caller's transaction and queues each delivery after commit
-(on the control queue, so a full job queue cannot hold an alert back). A delivery is
+(on ROCPATH_ALERT_QUEUE, a queue of their own: a full job queue cannot hold an alert
+back, and a slow receiver holds one thread of the alert worker, never the control
+queue's one slot, which runs the reaper, the dispatcher and the schedules). A delivery is
 tried by ``deliver`` (the results.deliver_alert task): a passing failure (no answer, a
 timeout, 408, 425, 429, 5xx, an SMTP error) is tried again after BASE, 2 BASE, 4 BASE …
 seconds up to ROCPATH_ALERT_MAX_ATTEMPTS tries; anything else (a refused URL, a 3xx or
@@ -154,7 +156,7 @@ def send_test(config: AlertSettings) -> int:
     """A test alert to every target; how many targets it went to.
 
     At most ROCPATH_ALERT_TESTS_PER_HOUR per project (TooManyTests): each one is a try
-    per target on the control queue, and the button could be pressed in a loop.
+    per target on the alert queue, and the button could be pressed in a loop.
     """
     hour_ago = timezone.now() - timedelta(hours=1)
     recent = list(
@@ -179,7 +181,7 @@ def queue_again(delivery_id: int, wait_s: float) -> None:
 
 
 def _queue(delivery_id: int, countdown: float | None = None) -> None:
-    queue_task(DELIVER_TASK, delivery_id, queue=settings.ROCPATH_CONTROL_QUEUE, countdown=countdown)
+    queue_task(DELIVER_TASK, delivery_id, queue=settings.ROCPATH_ALERT_QUEUE, countdown=countdown)
 
 
 # --- delivering --------------------------------------------------------------------

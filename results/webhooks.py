@@ -141,8 +141,9 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Response:
     kind = _PinnedHTTPS if parts.scheme == "https" else _PinnedHTTP
     connection = kind(host, port, addresses, settings.ROCPATH_ALERT_TIMEOUT_S)
     # One deadline for the whole try: the socket timeout bounds each read, and a receiver
-    # dripping a byte inside it would hold the control queue's one slot for the task's
-    # hard limit. Past the deadline the socket is shut, so the blocked read returns.
+    # dripping a byte inside it would hold an alert worker's thread for ever (a threads
+    # pool has no hard time limit). Past the deadline the socket is shut, so the blocked
+    # read returns.
     deadline = settings.ROCPATH_ALERT_TRY_DEADLINE_S
     expired = threading.Event()
 

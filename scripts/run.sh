@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Start web + worker (+ control worker) + beat on the embedded defaults (SQLite, filesystem
-# broker) unless DATABASE_URL / CELERY_BROKER_URL say otherwise, and keep them running: a
-# worker or beat that dies is started again, said on the terminal, after a wait that grows
-# while it keeps dying. Ctrl-C once: the worker takes no new jobs, web and beat stop, and the
-# running jobs finish (it says how many); Ctrl-C again cancels them. Each process logs to
-# $ROCPATH_VAR_DIR/log/<process>.log; ROCPATH_LOG_TERMINAL=1 shows the logs here too.
+# Start web + worker + control worker + alert worker + beat on the embedded defaults
+# (SQLite, filesystem broker) unless DATABASE_URL / CELERY_BROKER_URL say otherwise, and
+# keep them running: a worker or beat that dies is started again, said on the terminal,
+# after a wait that grows while it keeps dying. Ctrl-C once: the worker takes no new jobs,
+# web, beat and the service workers stop, and the running jobs finish (it says how many);
+# Ctrl-C again cancels them. Each process logs to $ROCPATH_VAR_DIR/log/<process>.log;
+# ROCPATH_LOG_TERMINAL=1 shows the logs here too.
 # docs/reliability.md ("Stopping and supervision") says why it works this way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,7 +56,7 @@ if [ "$(cat "$ROCPATH_STATIC_ROOT/.collected" 2>/dev/null)" != "$static_key" ]; 
 fi
 # One interpreter: migrate, the demo login, the executor and the queues.
 FACTS=$($BIN/python manage.py run_facts)
-{ read -r LOGIN; read -r EXECUTOR; read -r JOB_QUEUE; read -r CONTROL_QUEUE || true; } <<<"$FACTS"
+{ read -r LOGIN; read -r EXECUTOR; read -r JOB_QUEUE; read -r CONTROL_QUEUE; read -r ALERT_QUEUE; } <<<"$FACTS"
 if [ -n "${ROCPATH_EXECUTOR:-}" ] && [ "$ROCPATH_EXECUTOR" != auto ]; then
     EXECUTOR="$EXECUTOR (ROCPATH_EXECUTOR)"
 else
@@ -69,10 +70,10 @@ mkdir -p "$LOG" "$RUN"
 # Each process runs as a job of its own process group (set -m), so the terminal's Ctrl-C
 # reaches this script alone and it decides what each process is told.
 set -m
-SERVICES=(web worker beat)
-[ -n "$CONTROL_QUEUE" ] && SERVICES=(web worker control beat)
+SERVICES=(web worker control alerts beat)
 declare -A PID=() STARTED=() BACKOFF=() RESTART_AT=() LABEL=(
-    [web]="the web server" [worker]="the worker" [control]="the control worker" [beat]="beat"
+    [web]="the web server" [worker]="the worker" [control]="the control worker"
+    [alerts]="the alert worker" [beat]="beat"
 )
 run_web() {
     exec $BIN/gunicorn config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 4 \
@@ -82,6 +83,11 @@ run_web() {
 run_worker() { exec $BIN/celery -A config worker --loglevel INFO -Q "$JOB_QUEUE" -n "$WORKER_NODE"; }
 run_control() {
     exec $BIN/celery -A config worker --loglevel INFO -Q "$CONTROL_QUEUE" -c 1 -n "control@%h"
+}
+# Deliveries wait on receivers, not on the CPU: many threads, and each try has its own
+# deadline (ROCPATH_ALERT_TRY_DEADLINE_S), which a threads pool's missing time limit needs.
+run_alerts() {
+    exec $BIN/celery -A config worker --loglevel INFO -Q "$ALERT_QUEUE" -P threads -c 8 -n "alerts@%h"
 }
 run_beat() { exec $BIN/celery -A config beat --loglevel INFO; }
 
@@ -105,7 +111,7 @@ STATE=running # running → draining (first Ctrl-C) → canceling (second) → k
 drain() {
     STATE=draining
     echo >&2
-    for name in web control beat; do alive "$name" && kill -TERM "${PID[$name]}"; done
+    for name in web control alerts beat; do alive "$name" && kill -TERM "${PID[$name]}"; done
     alive worker && kill -TERM "${PID[worker]}" # warm shutdown: no new jobs, running ones finish
     # Said at once: counting starts a manage.py, which takes a while on a loaded machine.
     say "stopping: the worker takes no new jobs and lets the running ones finish. Ctrl-C again cancels them"
@@ -167,7 +173,7 @@ if [ "${ROCPATH_LOG_TERMINAL:-0}" = 1 ]; then
     TAIL=$!
 fi
 # The web server starts first and alone: the page is what a newcomer waits for, and on a
-# 2-core machine the worker, control worker and beat importing Django beside it tripled
+# 2-core machine the workers and beat importing Django beside it tripled
 # its start. They start once it answers (a job submitted meanwhile waits in the broker).
 start web
 
@@ -231,12 +237,19 @@ while :; do
     exited=${exited:-}
     [ -n "$timer" ] && { kill "$timer" 2>/dev/null || true; wait "$timer" 2>/dev/null || true; }
     for name in "${!PID[@]}"; do
-        [ "${PID[$name]}" = "$exited" ] || continue
-        kill_group "$exited"
+        pid=${PID[$name]} status=$code
+        if [ "$pid" != "$exited" ]; then
+            # A process that ended while the script ran something else (a trap's count, a
+            # start) may be reaped and forgotten by bash: wait -n never names it, and the
+            # run never ended (a Ctrl-C right after start waited for ever).
+            kill -0 "$pid" 2>/dev/null && continue
+            status="?"
+        fi
+        kill_group "$pid"
         unset "PID[$name]"
-        [ "$STATE" = running ] || break # told to stop: no alarm
+        [ "$STATE" = running ] || continue # told to stop: no alarm
         if [ "$name" = web ]; then
-            say "the web server exited (status $code); stopping the rest. See $LOG/web.log"
+            say "the web server exited (status $status); stopping the rest. See $LOG/web.log"
             STATUS=1
             drain
             break
@@ -250,7 +263,7 @@ while :; do
             BACKOFF[$name]=$((wait_s > BACKOFF_MAX_S ? BACKOFF_MAX_S : wait_s))
         fi
         RESTART_AT[$name]=$((SECONDS + BACKOFF[$name]))
-        say "${LABEL[$name]} exited (status $code, after ${up} s); starting it again in ${BACKOFF[$name]} s. See $LOG/$name.log"
+        say "${LABEL[$name]} exited (status $status, after ${up} s); starting it again in ${BACKOFF[$name]} s. See $LOG/$name.log"
     done
     for name in "${!RESTART_AT[@]}"; do
         if [ "$STATE" != running ]; then

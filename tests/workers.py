@@ -35,6 +35,7 @@ class Worker:
     proc: subprocess.Popen | None = None
     starts: int = field(default=0)
     concurrency: int = 2
+    pool: str = "prefork"
 
     def start(self) -> None:
         self.starts += 1
@@ -51,6 +52,8 @@ class Worker:
                 self.name,
                 "-c",
                 str(self.concurrency),
+                "-P",
+                self.pool,
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",

@@ -472,6 +472,15 @@ ROCPATH_SCHEDULE_LATE_S = env_int("ROCPATH_SCHEDULE_LATE_S", 300, minimum=60)
 # their fires count against the submit rate (ROCPATH_THROTTLE_SUBMIT), per team and per owner.
 ROCPATH_SCHEDULES_PER_TEAM_MAX = env_int("ROCPATH_SCHEDULES_PER_TEAM_MAX", 20, minimum=1)
 ROCPATH_SCHEDULE_MIN_PERIOD_S = env_int("ROCPATH_SCHEDULE_MIN_PERIOD_S", 300, minimum=60)
+# Alert deliveries (webhooks, e-mail) on a queue of their own, served by a worker of many
+# threads that runs nothing else (`celery -A config worker -Q <this> -P threads -c 8`): a
+# receiver that answers slowly holds one of its threads, never the control queue's slot.
+ROCPATH_ALERT_QUEUE = env_str("ROCPATH_ALERT_QUEUE", "") or f"{CELERY_TASK_DEFAULT_QUEUE}-alerts"
+if ROCPATH_ALERT_QUEUE in {ROCPATH_CONTROL_QUEUE, CELERY_TASK_DEFAULT_QUEUE}:
+    raise ImproperlyConfigured(
+        f"ROCPATH_ALERT_QUEUE={ROCPATH_ALERT_QUEUE!r}: the alerts need a queue of their own, "
+        "not the job or the control queue (a slow receiver would hold their slots)"
+    )
 _CONTROL = {"queue": ROCPATH_CONTROL_QUEUE}
 # The periodic tasks, each routed to the control queue (beat sends them there too).
 CELERY_BEAT_SCHEDULE = {
@@ -495,6 +504,7 @@ CELERY_BEAT_SCHEDULE["check-stalled-schedules"] = {
     "options": dict(_CONTROL),
 }
 CELERY_TASK_ROUTES["results.check_stalled_schedules"] = _CONTROL
+CELERY_TASK_ROUTES["results.deliver_alert"] = {"queue": ROCPATH_ALERT_QUEUE}
 # A webhook or e-mail that fails for a passing reason is tried again after BASE, 2 BASE,
 # 4 BASE … s (at most MAX_S between tries), ROCPATH_ALERT_MAX_ATTEMPTS tries in all.
 ROCPATH_ALERT_MAX_ATTEMPTS = env_int("ROCPATH_ALERT_MAX_ATTEMPTS", 6, minimum=1, maximum=20)

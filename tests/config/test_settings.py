@@ -167,6 +167,18 @@ def test_a_kind_image_without_an_image_stops_start_up_with_its_name(tmp_path):
 
 
 @pytest.mark.process
+def test_an_alert_queue_shared_with_the_control_queue_stops_start_up(tmp_path):
+    env = _clean_env(
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+        ROCPATH_VAR_DIR=str(tmp_path),
+        ROCPATH_CONTROL_QUEUE="ops",
+        ROCPATH_ALERT_QUEUE="ops",
+    )
+    result = manage(env, "check")
+    assert result.returncode != 0 and "ROCPATH_ALERT_QUEUE='ops'" in result.stderr
+
+
+@pytest.mark.process
 def test_development_generates_a_secret_key_once_and_keeps_it(tmp_path):
     env = _clean_env(DJANGO_SETTINGS_MODULE="config.settings.base", ROCPATH_VAR_DIR=str(tmp_path))
     code = "from django.conf import settings; print(settings.SECRET_KEY)"

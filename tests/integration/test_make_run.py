@@ -73,3 +73,15 @@ def test_make_run_restarts_a_killed_worker_and_stops_in_two_ctrl_cs(run):
     assert said.count("exited (status") == 1, said[-3000:]
     assert "a rocpath process exited" not in said
     assert list((run.var / "run").iterdir()) == []
+
+
+def test_a_ctrl_c_the_moment_the_url_is_printed_stops_the_run(tmp_path):
+    # The worker, control worker and beat start once the web server answers: stopped
+    # while they are still starting, they die at once, while the script counts the
+    # running jobs, and bash forgot them: the run waited for ever (the bench's 60 s).
+    with make_run(tmp_path) as run:
+        run.ctrl_c()
+        assert run.proc.wait(timeout=STOP_S) == 0, run.output()[-3000:]
+        gone = wait_until(lambda: not run.session(), STOP_S)
+        assert gone, {pid: cmdline(pid) for pid in run.session()}
+        assert "rocpath: stopped" in run.output()

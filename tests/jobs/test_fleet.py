@@ -150,14 +150,18 @@ def test_a_worker_consumes_and_records_the_queues_its_gpus_give_it(db, settings)
     assert Worker.objects.get().stopped_at is not None
 
 
-def test_a_worker_of_the_control_queue_alone_announces_no_capability(db, settings):
+@pytest.mark.parametrize("setting", ["ROCPATH_CONTROL_QUEUE", "ROCPATH_ALERT_QUEUE"])
+def test_a_worker_of_the_control_or_alert_queue_alone_announces_no_capability(
+    db, settings, setting
+):
     settings.ROCPATH_WORKER_INVENTORY = json.dumps({"gpus": [MI300X]})
-    consumer = FakeConsumer("celery@control", [settings.ROCPATH_CONTROL_QUEUE])
+    queue = getattr(settings, setting)
+    consumer = FakeConsumer("celery@service", [queue])
     try:
         row = fleet.announce(consumer)
     finally:
-        fleet.stop("celery@control")
-    assert row.queues == [settings.ROCPATH_CONTROL_QUEUE] and row.inventory == {}
+        fleet.stop("celery@service")
+    assert row.queues == [queue] and row.inventory == {}
     assert row.executor == "local"
 
 

@@ -20,17 +20,19 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 @pytest.fixture
 def alert_worker(transactional_db: None, settings: Any, tmp_path: Any) -> Iterator[Worker]:
-    """A worker whose control queue is its own queue, allowed to call 127.0.0.1."""
-    queue = f"it-{uuid.uuid4().hex[:8]}"
-    settings.CELERY_TASK_DEFAULT_QUEUE = settings.ROCPATH_CONTROL_QUEUE = queue
+    """An alert worker as make run starts one (threads) on a queue of this test's own,
+    allowed to call 127.0.0.1."""
+    queue = f"it-{uuid.uuid4().hex[:8]}-alerts"
+    settings.ROCPATH_ALERT_QUEUE = queue
     env = worker_env(
         settings,
-        ROCPATH_QUEUE=queue,
-        ROCPATH_CONTROL_QUEUE=queue,
+        ROCPATH_ALERT_QUEUE=queue,
         ROCPATH_WEBHOOK_HOST_ALLOW="127.0.0.1",
         ROCPATH_ALERT_RETRY_BASE_S="1",
     )
-    handle = Worker(env=env, name=f"{queue}@%h", queue=queue, log=tmp_path / "worker.log")
+    handle = Worker(
+        env=env, name=f"{queue}@%h", queue=queue, log=tmp_path / "worker.log", pool="threads"
+    )
     handle.log.touch()
     handle.start()
     yield handle

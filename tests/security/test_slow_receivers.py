@@ -1,23 +1,32 @@
 """A slow webhook receiver stalls nobody (issue 37, item 1).
 
-The control queue's one slot also runs the reaper, the dispatcher and the schedules'
-firing, so one delivery's try must end by a total deadline, whatever the receiver
-drips; a try that was lost (its process killed) must not be re-sent for ever; and the
-page's "Send a test alert" cannot be pressed in a loop.
+Deliveries run on a queue of their own (ROCPATH_ALERT_QUEUE), served by a worker of
+threads: the control queue's one slot, which runs the reaper, the dispatcher and the
+schedules' firing, never waits on a receiver. One delivery's try still ends by a total
+deadline, whatever the receiver drips; a try that was lost (its process killed) is not
+re-sent for ever; and the page's "Send a test alert" cannot be pressed in a loop.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
+import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
+from config.celery import queue_task
+from jobs.choices import JobStatus
+from jobs.models import Job, Schedule
 from results import alerts
 from results.models import Alert, AlertEvent, AlertSettings, Delivery, DeliveryStatus
-from tests.factories import make_project
+from tests.factories import make_job, make_project
+from tests.workers import Worker, wait_until, worker_env
 
 pytestmark = pytest.mark.django_db
 
@@ -108,3 +117,121 @@ def test_the_test_alert_button_is_rate_limited(member_client, team, settings, mo
     answer = member_client.post(page, {"action": "test"}, follow=True)
     assert "again in" in answer.content.decode()
     assert AlertSettings.objects.filter(project=project).exists()
+
+
+class Drips:
+    """Receivers on 127.0.0.1 that answer one byte every ``every_s``, for ever, to every
+    connection (the red team's: a byte every 8 s, inside the 10-s read timeout)."""
+
+    def __init__(self, every_s: float) -> None:
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(16)
+        self.every_s, self.accepted, self.stop = every_s, 0, threading.Event()
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000:
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                if self.stop.wait(self.every_s):
+                    return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.server.close()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_an_every_minute_schedule_fires_and_the_reaper_runs_while_receivers_drip(
+    transactional_db, settings, tmp_path, user, team
+):
+    run = f"it-{uuid.uuid4().hex[:8]}"
+    control_queue, alert_queue = f"{run}-control", f"{run}-alerts"
+    settings.ROCPATH_CONTROL_QUEUE, settings.ROCPATH_ALERT_QUEUE = control_queue, alert_queue
+    settings.CELERY_TASK_DEFAULT_QUEUE = f"{run}-jobs"  # the fired job waits there, unrun
+    settings.ROCPATH_WEBHOOK_HOST_ALLOW = ["127.0.0.1/32"]
+    env = worker_env(
+        settings,
+        ROCPATH_QUEUE=f"{run}-jobs",
+        ROCPATH_CONTROL_QUEUE=control_queue,
+        ROCPATH_ALERT_QUEUE=alert_queue,
+        ROCPATH_WEBHOOK_HOST_ALLOW="127.0.0.1",
+        ROCPATH_RUNNING_GRACE_S="2",
+    )
+    # The two service workers as make run starts them (scripts/run.sh).
+    control = Worker(
+        env=env, name=f"{control_queue}@%h", queue=control_queue, log=tmp_path / "control.log"
+    )
+    control.concurrency = 1
+    deliverer = Worker(
+        env=env,
+        name=f"{alert_queue}@%h",
+        queue=alert_queue,
+        log=tmp_path / "alerts.log",
+        pool="threads",
+        concurrency=8,
+    )
+    drips = Drips(every_s=8)
+    try:
+        for handle in (control, deliverer):
+            handle.log.touch()
+            handle.start()
+        project = make_project(team, "solver")
+        urls = [f"{drips.url}/{n}" for n in range(5)]  # five slow receivers, as found
+        alerts.save_settings(project, webhook_urls=urls, emails=[], events=[AlertEvent.TEST])
+        with transaction.atomic():
+            alerts.notify(project, AlertEvent.TEST, {"message": "drip"})
+        assert wait_until(lambda: drips.accepted >= 1, 30, 0.1), deliverer.log.read_text()
+        # A receiver holds a try for its 20-s deadline; the control work comes due.
+        due = timezone.now()
+        schedule = Schedule.objects.create(
+            name="every minute",
+            team=team,
+            project=project,
+            kind="noop",
+            cron="* * * * *",
+            created_by=user,
+            next_run_at=due - timedelta(seconds=1),
+        )
+        dead = make_job(
+            team,
+            status=JobStatus.RUNNING,
+            worker="gone@nowhere",
+            heartbeat_at=due - timedelta(minutes=5),
+        )
+        sent = time.monotonic()
+        queue_task("jobs.fire_schedules", queue=control_queue)  # what beat sends
+        queue_task("jobs.reap_stuck_jobs", queue=control_queue)
+        fired = wait_until(
+            lambda: (
+                Job.objects.filter(schedule=schedule).exists()
+                and Job.objects.get(pk=dead.pk).status == JobStatus.ERRORED
+            ),
+            15,
+            0.1,
+        )
+        took = time.monotonic() - sent
+        assert fired, control.log.read_text()[-3000:]
+        assert took < 10, f"the control queue's work took {took:.1f} s beside the drips"
+        assert drips.accepted == 5  # all five tries held at once, each by a thread of its own
+        assert Delivery.objects.filter(alert__project=project).count() == 5
+    finally:
+        drips.close()
+        control.stop()
+        deliverer.stop()

@@ -5,8 +5,8 @@ facts the script prints and starts the workers with (the executor, the queues). 
 Django start costs one to two seconds on a 2-core machine, and `make run`'s restart is
 mostly such starts (issue 36: under 8 s to the first page).
 
-Prints the migrations' progress on stderr and four lines on stdout: the login line, the
-executor, the job queue, the control queue (empty when there is none).
+Prints the migrations' progress on stderr and five lines on stdout: the login line, the
+executor, the job queue, the control queue and the alert queue.
 """
 
 from __future__ import annotations
@@ -28,4 +28,5 @@ class Command(BaseCommand):
         call_command("bootstrap_demo", stdout=self.stdout)
         self.stdout.write(resolve_executor())
         self.stdout.write(settings.CELERY_TASK_DEFAULT_QUEUE)
-        self.stdout.write(getattr(settings, "ROCPATH_CONTROL_QUEUE", "") or "")
+        self.stdout.write(settings.ROCPATH_CONTROL_QUEUE)
+        self.stdout.write(settings.ROCPATH_ALERT_QUEUE)
