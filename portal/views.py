@@ -325,6 +325,15 @@ def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def job_rerun(request: HttpRequest, pk: int) -> HttpResponse:
     original = _job(request, pk)
+    # A rerun is a submission: the button takes from the allowance the form and the API use.
+    if (wait := take_submit_allowance(request.user)) is not None:
+        rate = api_settings.DEFAULT_THROTTLE_RATES.get(SubmitThrottle.scope)
+        messages.error(
+            request, f"Too many submissions (at most {rate}): try again in {wait} seconds."
+        )
+        response = redirect("portal:job-detail", pk=original.pk)
+        response["Retry-After"] = str(wait)
+        return response
     try:
         job = services.rerun_job(original, user=request.user)
     except services.SubmissionError as exc:

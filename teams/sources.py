@@ -16,11 +16,14 @@ once no process can still own them, such as after a killed worker.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -36,7 +39,15 @@ from teams import archives, gitintake
 from teams.archives import Limits, SourceError
 from teams.models import AdoptionProject, SourceSnapshot, Team
 
-__all__ = ["Limits", "SourceError", "add_git", "add_upload", "clone", "extract_upload"]
+__all__ = [
+    "Limits",
+    "SourceError",
+    "TooManyUploads",
+    "add_git",
+    "add_upload",
+    "clone",
+    "extract_upload",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +115,36 @@ def _check_source_count(team_id: int) -> None:
 
 
 # --- uploads ----------------------------------------------------------------------
+class TooManyUploads(SourceError):
+    """The user has ROCPATH_UPLOADS_PER_USER uploads in web requests already (a 429)."""
+
+
+@contextlib.contextmanager
+def upload_slot(user_id: int) -> Iterator[None]:
+    """Hold one of the user's ROCPATH_UPLOADS_PER_USER upload slots while a web request
+    receives and surveys an archive: eight uploads of one user at once held every web
+    thread. A slot is a lock file held with flock, so every web process of the host
+    counts, and a process killed mid-upload frees its slot with its descriptor."""
+    folder = Path(settings.ARTIFACT_ROOT) / "upload-slots"
+    folder.mkdir(parents=True, exist_ok=True)
+    for number in range(settings.ROCPATH_UPLOADS_PER_USER):
+        fd = os.open(folder / f"{user_id}-{number}", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield
+        finally:
+            os.close(fd)  # the lock goes with it
+        return
+    raise TooManyUploads(
+        f"you have {settings.ROCPATH_UPLOADS_PER_USER} uploads being checked already "
+        "(ROCPATH_UPLOADS_PER_USER): send this one when one of them is done"
+    )
+
+
 def archive_format(filename: str) -> str:
     lower = filename.lower()
     for suffix, fmt in ARCHIVE_FORMATS.items():
@@ -128,6 +169,19 @@ def add_upload(
     if size is not None and size > cap:
         raise SourceError(f"{filename!r}: larger than {cap} bytes")
     _check_source_count(project.team_id)
+    with upload_slot(user.pk):
+        return _add_upload(project, fileobj, filename, user, fmt, cap, lineage)
+
+
+def _add_upload(
+    project: AdoptionProject,
+    fileobj: IO[bytes],
+    filename: str,
+    user: Any,
+    fmt: str,
+    cap: int,
+    lineage: str,
+) -> SourceSnapshot:
     root = sources_root()
     root.mkdir(parents=True, exist_ok=True)
     incoming = root / f".upload-{os.urandom(8).hex()}"

@@ -315,6 +315,9 @@ ROCPATH_UPLOAD_MAX_BYTES = env_int("ROCPATH_UPLOAD_MAX_BYTES", 512 * 1024**2, mi
 # break); past them it accepts the upload as pending and the worker reads the rest,
 # failing the source with the reason. About a second of one web thread on 2 cores.
 ROCPATH_UPLOAD_SURVEY_MEMBERS = env_int("ROCPATH_UPLOAD_SURVEY_MEMBERS", 10_000, minimum=1)
+# How many uploads one user may have checked in web requests at once (on one web host):
+# each holds a web thread while it is received and surveyed; past it a 429.
+ROCPATH_UPLOADS_PER_USER = env_int("ROCPATH_UPLOADS_PER_USER", 2, minimum=1)
 ROCPATH_SOURCE_MAX_BYTES = env_int("ROCPATH_SOURCE_MAX_BYTES", 2 * 1024**3, minimum=1)
 ROCPATH_SOURCE_MAX_FILES = env_int("ROCPATH_SOURCE_MAX_FILES", 200_000, minimum=1)
 ROCPATH_SOURCE_MAX_RATIO = float(env_int("ROCPATH_SOURCE_MAX_RATIO", 100, minimum=2))

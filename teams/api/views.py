@@ -34,7 +34,7 @@ from teams.porting import (
     record_decision,
     save_porting_settings,
 )
-from teams.sources import BROKER_DOWN_NOTE, SourceError, add_git, add_upload
+from teams.sources import BROKER_DOWN_NOTE, SourceError, TooManyUploads, add_git, add_upload
 
 _DECISION = {
     "api": "cudaGraphExecNodeSetParams",
@@ -141,6 +141,8 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
                     request.user,
                     lineage=data.get("lineage", ""),
                 )
+        except TooManyUploads as exc:
+            return Response({"detail": str(exc)}, status=429)
         except SourceError as exc:
             field = "archive" if data.get("archive") else "git_url"
             raise ValidationError({field: [str(exc)]}) from exc

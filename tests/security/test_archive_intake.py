@@ -352,3 +352,18 @@ def test_a_100000_member_archive_is_read_past_a_budget_only_by_the_worker(
     snapshot.refresh_from_db()
     assert snapshot.status == "failed" and "more than 50000 files" in snapshot.error
     assert not any((Path(settings.ARTIFACT_ROOT) / "sources").rglob("f1.cu"))
+
+
+def test_a_user_past_their_concurrent_uploads_gets_a_429_and_nothing_is_kept(
+    api, project, settings, user
+):
+    from teams.sources import upload_slot
+
+    settings.ROCPATH_UPLOADS_PER_USER = 2
+    data = tar_bytes([(tar_entry("k.cu"), KERNEL)])
+    with upload_slot(user.pk), upload_slot(user.pk):  # two uploads of theirs being checked
+        response = upload(api, project, "third.tar.gz", data)
+        assert response.status_code == 429, response.content
+        assert "ROCPATH_UPLOADS_PER_USER" in response.json()["detail"]
+        assert nothing_kept(settings)
+    assert upload(api, project, "later.tar.gz", data).status_code == 201  # slots freed

@@ -147,3 +147,13 @@ def test_the_form_and_the_api_share_one_allowance(member_client, user, team, set
     assert member_client.post("/jobs/new/", {**FORM, "team": team.pk}).status_code == 302
     assert member_client.post("/jobs/new/", {**FORM, "team": team.pk}).status_code == 429
     assert api.post("/api/v1/jobs/", {"kind": NOOP.name}, format="json").status_code == 429
+
+
+def test_the_rerun_button_takes_from_the_same_allowance(member_client, team, settings, no_enqueue):
+    _rates(settings, submit="2/minute")
+    assert member_client.post("/jobs/new/", {**FORM, "team": team.pk}).status_code == 302
+    original = Job.objects.get()
+    assert member_client.post(f"/jobs/{original.pk}/rerun/").status_code == 302
+    refused = member_client.post(f"/jobs/{original.pk}/rerun/", follow=True)
+    assert "try again in" in refused.content.decode().lower()
+    assert Job.objects.count() == 2
