@@ -107,7 +107,7 @@ def software_answer(facts) -> tuple[str | None, str]:
     cuda = totals.get("cuda_refs", 0)
     evidence = (
         f"Scan {scan.pk}: {cuda} CUDA references in {totals.get('files', '?')} files, "
-        f"{facts.unsupported_in_code} unsupported in code; estimate {hours} h."
+        f"{facts.unsupported_in_code} references in code to APIs HIP lacks; estimate {hours} h."
     )
     if not cuda:
         return NO, evidence + " The code base is not CUDA."

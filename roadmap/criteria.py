@@ -33,6 +33,8 @@ from stack.kinds import RoadmapTask, blas_bench, compile_check, hipify_scan
 
 PASSED, FAILED, UNAVAILABLE, NOT_NEEDED = "passed", "failed", "unavailable", "not_needed"
 OPEN = (PASSED, NOT_NEEDED)  # what lets a gate open without an override
+# The kinds of finding that are an API HIP lacks: each group of them needs a decision.
+NEEDS_DECISION = ("unsupported", "removed", "unsupported_device_function")
 
 
 @dataclass(frozen=True)
@@ -110,10 +112,30 @@ class Facts:
 
     @cached_property
     def unsupported_in_code(self) -> int | None:
+        """References in the project's own code to APIs HIP lacks: unsupported, removed and
+        device functions HIP lacks (``__shfl_down_sync``), vendored files left out, as the
+        effort estimate counts them. Counting the "unsupported" kind alone said "0
+        unsupported references" of a tree whose only gap was a device function."""
         if self.scan is None:
             return None
-        kinds = (self.scan.summary or {}).get("warnings_by_kind", {})
-        return int(kinds.get("unsupported", {}).get("code", 0) or 0)
+        summary = self.scan.summary or {}
+        inputs = (summary.get("effort") or {}).get("inputs")
+        if inputs is not None:
+            return sum(int(inputs.get(f"{kind}_refs", 0) or 0) for kind in NEEDS_DECISION)
+        kinds = summary.get("warnings_by_kind", {})
+        return sum(int(kinds.get(kind, {}).get("code", 0) or 0) for kind in NEEDS_DECISION)
+
+    @cached_property
+    def api_groups(self) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+        """The current scan's API groups HIP lacks, each with the team's decision, and the
+        tally (decided / open); None for a scan from before API groups were recorded."""
+        from teams.porting import api_groups_with_decisions, decisions_of
+
+        groups = (self.scan.summary or {}).get("api_groups") if self.scan else None
+        if groups is None:
+            return None
+        lacking = [g for g in groups if g.get("kind") in NEEDS_DECISION]
+        return api_groups_with_decisions(lacking, decisions_of(self.project))
 
     @cached_property
     def checklist(self) -> dict[str, ChecklistAnswer]:
@@ -149,44 +171,39 @@ def scan_of_current_code(f: Facts) -> Verdict:
         )
     return Verdict(
         PASSED,
-        f"Scan {f.scan.pk} of source {f.source.pk}: {f.unsupported_in_code} unsupported "
-        "references in code.",
+        f"Scan {f.scan.pk} of source {f.source.pk}: {f.unsupported_in_code} references in "
+        "code to APIs HIP lacks.",
         (_job_link(f.scan),),
     )
-
-
-def _decisions(f: Facts) -> tuple[int, int] | None:
-    """(decided, open) API groups of the current scan that its project's own code uses;
-    None for a scan from before API groups were recorded."""
-    from teams.porting import api_groups_with_decisions, decisions_of
-
-    groups = (f.scan.summary or {}).get("api_groups") if f.scan else None
-    if groups is None:
-        return None
-    _, tally = api_groups_with_decisions(groups, decisions_of(f.project))
-    return tally["decided"], tally["open"]
 
 
 def unsupported_apis_decided(f: Facts) -> Verdict:
     if f.scan is None:
         return Verdict(FAILED, "No scan of the current code to read unsupported APIs from.")
-    if f.unsupported_in_code == 0:
-        return Verdict(
-            PASSED, "The current scan finds no unsupported API in code.", (_job_link(f.scan),)
-        )
-    counts = _decisions(f)
-    if counts is None:
+    if f.api_groups is None:
+        if f.unsupported_in_code == 0:
+            return Verdict(
+                PASSED, "The current scan finds no API HIP lacks in code.", (_job_link(f.scan),)
+            )
         return Verdict(
             UNAVAILABLE,
             "This scan is from before API groups were recorded: scan again to decide them.",
             (_job_link(f.scan),),
             fix=Link("Run the scan", reverse("portal:project-detail", args=[f.project.pk])),
         )
-    decided, undecided = counts
+    _, tally = f.api_groups
+    decided, undecided = tally["decided"], tally["open"]
+    if decided + undecided == 0:
+        return Verdict(
+            PASSED,
+            "The current scan finds no API HIP lacks in the project's own code.",
+            (_job_link(f.scan),),
+        )
     status = PASSED if undecided == 0 else FAILED
     return Verdict(
         status,
-        f"{decided} unsupported API groups decided, {undecided} open.",
+        f"{decided} API groups HIP lacks decided, {undecided} open "
+        f"({f.unsupported_in_code} references in code).",
         (_job_link(f.scan),),
         fix=None
         if status == PASSED
@@ -299,14 +316,12 @@ def compile_passes_every_target(f: Facts) -> Verdict:
 def unsupported_zero_or_decided(f: Facts) -> Verdict:
     if f.scan is None:
         return Verdict(FAILED, "No scan of the current code.")
-    if f.unsupported_in_code == 0:
-        return Verdict(PASSED, "0 unsupported references in code.", (_job_link(f.scan),))
     verdict = unsupported_apis_decided(f)
     if verdict.status == UNAVAILABLE:
         return Verdict(
             FAILED,
-            f"{f.unsupported_in_code} unsupported references in code, and the scan is too "
-            "old to decide them by API group.",
+            f"{f.unsupported_in_code} references in code to APIs HIP lacks, and the scan is "
+            "too old to decide them by API group.",
             (_job_link(f.scan),),
         )
     return verdict

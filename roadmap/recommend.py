@@ -15,19 +15,38 @@ from dataclasses import dataclass, field
 
 from django.urls import reverse
 
-from roadmap.criteria import Facts, Link
+from roadmap.criteria import NEEDS_DECISION, Facts, Link
 from stack.kinds import blas_bench
 
 ROCM, CUDA, UNDECIDED = "rocm", "cuda", "undecided"
 TITLES = {ROCM: "Use ROCm", CUDA: "Stay on CUDA", UNDECIDED: "Not yet decidable"}
 HOURS_PER_WEEK = 40
-# API name prefixes of NVIDIA-only technology; a scan that finds them in code says so.
-NVIDIA_ONLY = {
+# NVIDIA-only technology, as a real scan records it (stack.hipify): API groups HIP lacks
+# (``api_groups[].api`` / ``top_apis[].identifier``, by name prefix), and the hazard rules
+# that find what hipify neither converts nor flags (``hazards.rules[].name``).
+NVIDIA_ONLY_APIS = {
     "nvshmem": "NVSHMEM",
     "cudnn": "cuDNN-only paths (MIOpen is a rewrite, not a rename)",
-    "cudaGraph": "CUDA graphs",
+    "cudaGraph": "CUDA graph features HIP lacks",
+    "cuGraph": "CUDA graph features HIP lacks",
     "nvml": "NVML",
     "cuCtxEnablePeerAccess": "NVLink peer access",
+}
+NVIDIA_ONLY_RULES = {
+    "nvml": "NVML",
+    "graph-feature-gap": "CUDA graph features HIP lacks",
+    "inline-ptx": "inline PTX assembly",
+    "cooperative-groups-gap": "cooperative-groups features HIP lacks",
+}
+# library-rewrite names the library in the line it found (an #include).
+LIBRARIES = {
+    "cudnn": "cuDNN-only paths (MIOpen is a rewrite, not a rename)",
+    "npp": "NPP",
+    "optix": "OptiX",
+    "cufile": "cuFile (GPUDirect Storage)",
+    "nvjpeg": "nvJPEG",
+    "nvshmem": "NVSHMEM",
+    "cudla": "cuDLA",
 }
 
 
@@ -96,20 +115,46 @@ def performance_ratio(facts: Facts) -> dict | None:
 
 
 def nvidia_only_found(facts: Facts) -> list[str]:
+    """The NVIDIA-only technology the current scan finds in the project's own code and the
+    team has not decided yet: an API group HIP lacks with a recorded decision, or a hazard
+    rule the project switched off, no longer holds the team on CUDA."""
     scan = facts.scan
     if scan is None:
         return []
     summary = scan.summary or {}
-    names = [a.get("name", "") for a in summary.get("top_apis", [])]
-    names += (
-        [h.get("rule", "") for h in summary.get("hazards", {}).get("rules", [])]
-        if isinstance(summary.get("hazards"), dict)
-        else []
-    )
-    found = []
-    for prefix, what in NVIDIA_ONLY.items():
-        if any(n.lower().startswith(prefix.lower()) for n in names) and what not in found:
+    if facts.api_groups is not None:
+        groups = [g for g in facts.api_groups[0] if g["state"] == "open"]
+    else:  # a scan from before API groups: its most used APIs, none decided
+        groups = [
+            {"api": a.get("identifier", ""), "kind": a.get("kind"), "in_code": a.get("in_code")}
+            for a in summary.get("top_apis", [])
+        ]
+    found: list[str] = []
+
+    def add(what: str) -> None:
+        if what not in found:
             found.append(what)
+
+    for group in groups:
+        name = str(group.get("api") or "")
+        if group.get("kind") not in NEEDS_DECISION or not group.get("in_code"):
+            continue
+        for prefix, what in NVIDIA_ONLY_APIS.items():
+            if name.lower().startswith(prefix.lower()):
+                add(what)
+    hazards = summary.get("hazards")
+    for rule in hazards.get("rules", []) if isinstance(hazards, dict) else []:
+        if not rule.get("enabled", True) or not rule.get("findings"):
+            continue
+        name = rule.get("name")
+        if name in NVIDIA_ONLY_RULES:
+            add(NVIDIA_ONLY_RULES[name])
+        elif name == "library-rewrite":
+            for place in rule.get("locations", []):
+                text = str(place.get("text", "")).lower()
+                for library, what in LIBRARIES.items():
+                    if library in text:
+                        add(what)
     return found
 
 
@@ -161,7 +206,8 @@ def recommend(facts: Facts) -> Recommendation:
         rec.reasons.append(
             Reason(
                 CUDA,
-                "The code depends on NVIDIA-only technology: " + ", ".join(found) + ".",
+                "The code depends on NVIDIA-only technology the team has not decided "
+                "yet: " + ", ".join(found) + ".",
                 scan_link,
                 "technology",
             )

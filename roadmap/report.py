@@ -22,6 +22,33 @@ def _link(link) -> dict[str, str] | None:
     return {"label": link.label, "url": link.url} if link else None
 
 
+def _lacking(facts: Any, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The APIs HIP lacks that the project's own code uses, open ones first, each with the
+    team's decision: the groups the gate counts (from the scan's most used identifiers,
+    none decided, for a scan from before API groups)."""
+    from roadmap.criteria import NEEDS_DECISION
+
+    if facts.api_groups is not None:
+        rows = [
+            {
+                "api": g["api"],
+                "kind": g["kind"],
+                "in_code": g.get("in_code", 0),
+                "decision": (g["decision"] or {}).get("label"),
+            }
+            for g in facts.api_groups[0]
+            if g["state"] != "not_needed"
+        ]
+    else:
+        rows = [
+            {"api": a["identifier"], "kind": a["kind"], "in_code": a.get("in_code", 0),
+             "decision": None}
+            for a in summary.get("top_apis", [])
+            if a.get("kind") in NEEDS_DECISION and a.get("in_code")
+        ]  # fmt: skip
+    return sorted(rows, key=lambda r: (r["decision"] is not None, -r["in_code"], r["api"]))
+
+
 def roadmap_document(project: Any) -> dict[str, Any]:
     """Phases, gates, tasks, checklist, recommendation and the porting and benchmark
     figures behind them, as plain data."""
@@ -122,11 +149,7 @@ def roadmap_document(project: Any) -> dict[str, Any]:
             "totals": summary.get("totals"),
             "effort": summary.get("effort"),
             "unsupported_in_code": facts.unsupported_in_code,
-            "top_unsupported": [
-                a
-                for a in summary.get("top_apis", [])
-                if a.get("kind") in ("unsupported", "removed")
-            ][:15],
+            "top_unsupported": _lacking(facts, summary)[:15],
         },
         "benchmarks": (
             {
@@ -217,13 +240,13 @@ def markdown(doc: dict[str, Any]) -> str:
     if por["scan"]:
         effort = por["effort"] or {}
         out.append(
-            f"Scan job {por['scan']}: {por['unsupported_in_code']} unsupported references in "
-            f"code; estimate {effort.get('hours')} h."
+            f"Scan job {por['scan']}: {por['unsupported_in_code']} references in code to APIs "
+            f"HIP lacks; estimate {effort.get('hours')} h."
         )
         for a in por["top_unsupported"]:
             out.append(
-                f"- {md(a.get('name'))} ({md(a.get('kind'))}): "
-                f"{md(a.get('count', a.get('code', '')))}"
+                f"- {md(a['api'])} ({md(a['kind'])}): {a['in_code']} in code; "
+                f"{md(a['decision'] or 'open: no decision yet')}"
             )
     else:
         out.append("No scan of the current code yet.")

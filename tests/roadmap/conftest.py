@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -43,6 +46,36 @@ def scan(
             "top_apis": [],
             **summary,
         },
+    )
+
+
+def real_scan(project, files: dict[str, str], *, source=None, **params):
+    """A succeeded scan job whose summary is what the hipify-scan runner wrote for
+    ``files`` (its fast engine reads hipify-perl's tables, in this process): the decision
+    layer is tested on what a real scan records, never on hand-written keys."""
+    from stack.events import Emitter
+    from stack.kinds import validate_params
+    from stack.kinds.hipify_scan import run
+    from stack.runtime import RunContext
+
+    source = source or ready_source(project)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch) / "work"
+        for rel, text in files.items():
+            (work / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / "src" / rel).write_text(text)
+        out = Path(scratch) / "out"
+        out.mkdir()
+        ctx = RunContext(out=out, emit=Emitter(io.StringIO()), work=work, cache_dir=None)
+        result = run(validate_params(hipify_scan.KIND.name, params), ctx)
+    return make_job(
+        project.team,
+        project=project,
+        source=source,
+        kind=hipify_scan.KIND.name,
+        status=JobStatus.SUCCEEDED,
+        finished_at=timezone.now(),
+        summary=result.summary,
     )
 
 

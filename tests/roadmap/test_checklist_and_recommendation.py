@@ -7,8 +7,9 @@ import pytest
 from roadmap.checklist import evaluate, hardware_answer
 from roadmap.criteria import Facts
 from roadmap.models import ChecklistAnswer, DecisionContext
-from roadmap.recommend import CUDA, ROCM, UNDECIDED, recommend
-from tests.roadmap.conftest import benchmark, environment, ready_source, scan
+from roadmap.recommend import CUDA, ROCM, UNDECIDED, nvidia_only_found, recommend
+from teams.models import ApiDecision
+from tests.roadmap.conftest import benchmark, environment, ready_source, real_scan, scan
 
 pytestmark = pytest.mark.django_db
 
@@ -65,19 +66,45 @@ def test_a_multi_vendor_fleet_with_a_good_measured_ratio_moves_to_rocm(project):
     assert "multi-vendor fleet" in texts and "1.06x" in texts
 
 
-def test_nvidia_only_technology_in_the_code_keeps_a_team_on_cuda(project):
-    scan(
-        project,
-        ready_source(project),
-        hours=100,
-        top_apis=[{"name": "nvshmem_malloc", "kind": "unsupported"}],
-    )
+# A kernel with what hipify neither converts nor has: NVSHMEM (a library with no drop-in),
+# a CUDA graph API HIP lacks, and a warp shuffle HIP has no device function for.
+NVIDIA_ONLY_CU = """\
+#include <cuda_runtime.h>
+#include <nvshmem.h>
+__global__ void reduce(float* x) {
+  float v = x[threadIdx.x];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+  if (threadIdx.x == 0) x[0] = v;
+}
+int run(float* d, cudaGraphExec_t e) {
+  reduce<<<1, 32>>>(d);
+  void* p = nvshmem_malloc(64);
+  cudaGraphExecNodeSetParams(e, nullptr, nullptr);
+  return 0;
+}
+"""
+
+
+@pytest.mark.process  # the scan runner asks hipify-perl for its tables
+def test_nvidia_only_technology_a_real_scan_finds_keeps_a_team_on_cuda(project):
+    real_scan(project, {"reduce.cu": NVIDIA_ONLY_CU})
     DecisionContext.objects.create(
         project=project, time_window_weeks=10, engineers=3, new_cluster=True
     )
     project.refresh_from_db()
     rec = recommend(Facts(project))
-    assert rec.verdict == CUDA and any("NVSHMEM" in r.text for r in rec.reasons)
+    technology = [r.text for r in rec.reasons if r.kind == "technology"]
+    assert rec.verdict == CUDA, rec.reasons
+    assert "NVSHMEM" in technology[0] and "CUDA graph features" in technology[0]
+
+
+@pytest.mark.process
+def test_a_graph_api_the_team_decided_no_longer_holds_it_on_cuda(project, user):
+    real_scan(project, {"graph.cu": NVIDIA_ONLY_CU.replace("#include <nvshmem.h>", "")})
+    ApiDecision.objects.create(
+        project=project, api="cudaGraphExecNodeSetParams", decision="port", decided_by=user
+    )
+    assert nvidia_only_found(Facts(project)) == []
 
 
 def test_without_data_the_answer_is_not_yet_decidable_and_says_what_is_missing(project):

@@ -13,7 +13,14 @@ from roadmap import criteria
 from roadmap.criteria import FAILED, NOT_NEEDED, PASSED, UNAVAILABLE, Facts
 from roadmap.models import DecisionContext
 from tests.factories import make_job
-from tests.roadmap.conftest import benchmark, compile_job, environment, ready_source, scan
+from tests.roadmap.conftest import (
+    benchmark,
+    compile_job,
+    environment,
+    ready_source,
+    real_scan,
+    scan,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -165,19 +172,36 @@ def test_metrics_pass_once_a_scrape_succeeded(project, settings, client):
     assert verdict("metrics_scraped", project).status == PASSED
 
 
-def test_unsupported_api_groups_pass_once_each_has_a_decision(project):
+# One API HIP lacks (a graph call), one device function it lacks (a warp shuffle with a
+# 32-lane mask), and the project's own comment naming another: only code counts.
+GAPS_CU = """\
+#include <cuda_runtime.h>
+// cuTexRefSetArray was how this used to work
+__global__ void reduce(float* x) {
+  float v = x[threadIdx.x];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+  if (threadIdx.x == 0) x[0] = v;
+}
+int run(float* d, cudaGraphExec_t e) {
+  reduce<<<1, 32>>>(d);
+  cudaGraphExecNodeSetParams(e, nullptr, nullptr);
+  return 0;
+}
+"""
+
+
+@pytest.mark.process  # the scan runner asks hipify-perl for its tables
+def test_every_api_group_hip_lacks_needs_a_decision_device_functions_too(project):
     from teams.porting import record_decision
 
-    groups = [
-        {"api": "cudaGraphExecNodeSetParams", "in_code": 2},
-        {"api": "cuTexRefSetArray", "in_code": 0},
-    ]
-    scan(project, ready_source(project), unsupported=2, api_groups=groups)
+    real_scan(project, {"reduce.cu": GAPS_CU})
     v = verdict("unsupported_apis_decided", project)
-    assert v.status == FAILED and "0 unsupported API groups decided, 1 open" in v.detail
-    record_decision(
-        project, api="cudaGraphExecNodeSetParams", decision="port", note="by hand in phase 2"
-    )
+    assert v.status == FAILED and "0 API groups HIP lacks decided, 2 open" in v.detail
+    record_decision(project, api="cudaGraphExecNodeSetParams", decision="port", note="phase 2")
+    # The shuffle alone still holds the gate: it once said "0 unsupported references".
+    v = verdict("unsupported_apis_decided", project)
+    assert v.status == FAILED and "1 open (2 references in code)" in v.detail
+    record_decision(project, api="__shfl_down_sync", decision="port", note="64-lane mask")
     assert verdict("unsupported_apis_decided", project).status == PASSED
     assert verdict("unsupported_zero_or_decided", project).status == PASSED
 
