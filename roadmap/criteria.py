@@ -266,20 +266,34 @@ def _compare_libraries(f: Facts) -> Verdict:
 
 
 def checklist_complete(f: Facts) -> Verdict:
-    from roadmap.checklist import evaluate
+    from roadmap.checklist import NO, evaluate
 
     rows = evaluate(f)
     missing = [r.title for r in rows if r.answer is None]
+    noes = [f"{r.title}: no ({r.source}{_quoted(r)})" for r in rows if r.answer == NO]
+    if not missing and not noes:
+        return Verdict(PASSED, f"All {len(rows)} questions answered (from data where it exists).")
+    parts = []
     if missing:
-        return Verdict(
-            FAILED,
-            f"{len(missing)} checklist question(s) unanswered: {', '.join(missing)}.",
-            fix=Link(
-                "Answer the checklist",
-                reverse("portal:project-roadmap", args=[f.project.pk]) + "#checklist",
-            ),
-        )
-    return Verdict(PASSED, f"All {len(rows)} questions answered (from data where it exists).")
+        parts.append(f"{len(missing)} checklist question(s) unanswered: {', '.join(missing)}")
+    if noes:
+        parts.append("answered no: " + "; ".join(noes))
+    return Verdict(
+        FAILED,
+        ". ".join(parts) + ".",
+        fix=Link(
+            "Answer the checklist" if missing else "Review the checklist",
+            reverse("portal:project-roadmap", args=[f.project.pk]) + "#checklist",
+        ),
+    )
+
+
+def _quoted(row: Any) -> str:
+    """The team's note, or the data's evidence, quoted short."""
+    text = (row.note if row.source == "team" else row.evidence).strip()
+    if not text:
+        return ""
+    return ': "' + (text if len(text) <= 120 else text[:117] + "...") + '"'
 
 
 def _targets(f: Facts) -> list[str]:
@@ -521,9 +535,10 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         "checklist_complete",
         1,
-        "The decision checklist is complete",
-        "The recommendation weighs every question; an unanswered one leaves it undecidable.",
-        "the checklist: pre-filled answers from data, the team's answers",
+        "The decision checklist is complete, and no answer is no",
+        "The recommendation weighs every question: an unanswered one leaves it undecidable, "
+        "a no weighs against the move, so phase 1 does not end on one.",
+        "the checklist: pre-filled answers from data, the team's answers (they count)",
         checklist_complete,
     ),
     Criterion(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from django.urls import reverse
 
+from roadmap.checklist import NO, evaluate
 from roadmap.criteria import NEEDS_DECISION, Facts, Link
 from stack.kinds import blas_bench
 
@@ -247,6 +248,20 @@ def recommend(facts: Facts) -> Recommendation:
                 "a candidate measured within 10 % of the current GPU, or a lower price"
             )
 
+    for row in evaluate(facts):
+        if row.answer != NO:
+            continue
+        said = f'The checklist answers no to "{row.asks}" ({row.title}; {row.source}'
+        said += f': "{row.note}")' if row.source == "team" and row.note else ")"
+        if row.key == "hardware":
+            # Nothing to run ROCm on: the one answer that decides by itself.
+            rec.reasons.append(Reason(CUDA, said + ".", (), "hardware"))
+            rec.would_change.append("a target GPU on ROCm's support list")
+        else:
+            # It weighs against: while it stands, the answer is not "Use ROCm".
+            rec.reasons.append(Reason(CUDA, said + ".", (), "checklist"))
+            rec.would_change.append(f"a yes (or partly) to {row.title.lower()}")
+
     if context:
         for flag, text in (
             ("new_cluster", "A new cluster that wants long-term control of its technology."),
@@ -274,13 +289,16 @@ def recommend(facts: Facts) -> Recommendation:
 
 
 def _weigh(reasons: list[Reason]) -> str:
-    """Effort over the window, or NVIDIA-only technology, keeps a team on CUDA whatever
-    else holds; ROCm needs the effort to fit and a reason to move (the candidate measured
-    well, or one of the ROCm scenarios); anything short of that is not yet decidable."""
+    """Effort over the window, NVIDIA-only technology or a target GPU ROCm does not support
+    keeps a team on CUDA whatever else holds; ROCm needs the effort to fit, a reason to move
+    (the candidate measured well, or one of the ROCm scenarios) and no "no" in the
+    checklist; anything short of that is not yet decidable."""
     against = {r.kind for r in reasons if r.side == CUDA}
     for_rocm = {r.kind for r in reasons if r.side == ROCM}
-    if against & {"effort", "technology"}:
+    if against & {"effort", "technology", "hardware"}:
         return CUDA
+    if "checklist" in against:
+        return UNDECIDED
     if "performance" in against and "scenario" not in for_rocm:
         return CUDA
     if "effort" in for_rocm and for_rocm & {"performance", "scenario"}:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from roadmap import criteria
 from roadmap.checklist import evaluate, hardware_answer
 from roadmap.criteria import Facts
 from roadmap.models import ChecklistAnswer, DecisionContext
@@ -112,3 +113,60 @@ def test_without_data_the_answer_is_not_yet_decidable_and_says_what_is_missing(p
     assert rec.verdict == UNDECIDED
     assert any("HIPIFY scan" in m for m in rec.missing)
     assert rec.would_change
+
+
+def _ready_to_move(project):
+    """A small CUDA tree a real scan estimates, a window it fits, a ROCm scenario and a
+    candidate measured well: "Use ROCm" while the checklist has no "no"."""
+    real_scan(project, {"saxpy.cu": SAXPY_CU})
+    DecisionContext.objects.create(
+        project=project, time_window_weeks=8, engineers=2, multi_vendor_fleet=True
+    )
+    project.refresh_from_db()
+    benchmark(project, environment("nvidia", "NVIDIA H200"), {4096: 650.0, 8192: 690.0})
+    benchmark(project, environment("amd", "AMD Instinct MI300X"), {4096: 700.0, 8192: 720.0})
+
+
+SAXPY_CU = """\
+#include <cuda_runtime.h>
+__global__ void saxpy(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+int run(int n, const float* hx, float* hy) {
+  float *x, *y;
+  cudaMalloc(&x, n * sizeof(float));
+  cudaMalloc(&y, n * sizeof(float));
+  cudaMemcpy(x, hx, n * sizeof(float), cudaMemcpyHostToDevice);
+  saxpy<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y);
+  cudaMemcpy(hy, y, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(x);
+  cudaFree(y);
+  return 0;
+}
+"""
+
+
+@pytest.mark.process
+def test_a_no_in_the_checklist_turns_use_rocm_into_not_yet_decidable_quoting_it(project, user):
+    _ready_to_move(project)
+    assert recommend(Facts(project)).verdict == ROCM
+    ChecklistAnswer.objects.create(
+        project=project, question="toolchain", answer="no", note="nobody here has used hipcc"
+    )
+    ChecklistAnswer.objects.create(project=project, question="maintenance", answer="no")
+    rec = recommend(Facts(project))
+    assert rec.verdict == UNDECIDED
+    said = [r.text for r in rec.reasons if r.kind == "checklist"]
+    assert len(said) == 2 and '"nobody here has used hipcc"' in said[0]
+    assert any("toolchain familiarity" in w for w in rec.would_change)
+    gate = criteria.checklist_complete(Facts(project))
+    assert gate.status == criteria.FAILED and "Toolchain familiarity: no" in gate.detail
+
+
+@pytest.mark.process
+def test_a_no_to_hardware_keeps_the_team_on_cuda(project):
+    _ready_to_move(project)
+    ChecklistAnswer.objects.create(project=project, question="hardware", answer="no")
+    rec = recommend(Facts(project))
+    assert rec.verdict == CUDA and any(r.kind == "hardware" for r in rec.reasons)
