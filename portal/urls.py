@@ -36,6 +36,11 @@ urlpatterns = [
     path("history/", views.history_page, name="history"),
     path("projects/", views.project_list, name="projects"),
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
+    path(
+        "projects/<int:pk>/current-code/",
+        views.project_current_code,
+        name="project-current-code",
+    ),
     path("projects/<int:pk>/porting/", views.project_porting, name="project-porting"),
     path("projects/<int:pk>/steps/", views.project_step, name="project-step"),
     path("projects/<int:pk>/alerts/", alerts.project_alerts, name="project-alerts"),

@@ -66,14 +66,17 @@ from stack.hipify.hazards import describe_rules
 from stack.kinds import KINDS
 from stack.textsafe import csv_row
 from teams.access import can_write, projects_for, teams_for, writable_team_ids
-from teams.models import AdoptionProject, ApiDecision, SourceSnapshot, Team
+from teams.choices import Role
+from teams.models import AdoptionProject, ApiDecision, Membership, SourceSnapshot, Team
 from teams.porting import PortingInputError, forget_decision, record_decision, save_porting_settings
 from teams.sources import (
     BROKER_DOWN_NOTE,
     SourceError,
     add_git,
     add_upload,
-    newest_ready,
+    current_code,
+    newest_source,
+    switch_lineage,
     tree_of,
 )
 
@@ -441,7 +444,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("portal:project-detail", pk=pk)
     # The steps run on the newest ready source: no buttons (nor targets to show)
     # while every source is still being fetched or has failed.
-    ready = writable and newest_ready(project) is not None
+    ready = writable and newest_source(project) is not None
     # kind -> what its button says, with what the job takes from the project
     steps = {p.kind.name: p.step_label(project) for p in project_steps()} if ready else {}
     # kind -> why it cannot run here and how to fix it: said instead of a failing button
@@ -473,8 +476,31 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "steps": steps,
             "blocked": blocked,
             "source_ready": ready,
+            "current_code": current_code(project),
+            "is_admin": Membership.objects.filter(
+                user=request.user, team_id=project.team_id, role=Role.ADMIN
+            ).exists(),
         },
     )
+
+
+@login_required
+@require_POST
+def project_current_code(request: HttpRequest, pk: int) -> HttpResponse:
+    """A team admin switches the project's current code to a source's lineage."""
+    project = _project(request, pk)
+    source = project.sources.filter(pk=request.POST.get("source") or 0).first()
+    if source is None:
+        raise Http404("no such source in this project")
+    try:
+        switch_lineage(project, source, request.user)
+    except SourceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.info(
+            request, f"The current code is now lineage {source.lineage_key} (source {source.pk})."
+        )
+    return redirect("portal:project-detail", pk=pk)
 
 
 @login_required

@@ -63,6 +63,15 @@ class AdoptionProject(models.Model):
             '[globs], "hazards_off": [rule names]} (docs/hipify.md)'
         ),
     )
+    # Which codebase is "the current code": the lineage whose newest ready source the
+    # roadmap, the estimate and the steps read. Blank: the first ready source's. A switch
+    # to another lineage is a team admin's confirmed act (teams.sources.switch_lineage):
+    # an unrelated upload must not become the code the decision is made on.
+    current_lineage = models.CharField(max_length=200, blank=True)
+    current_lineage_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    current_lineage_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

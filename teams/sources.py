@@ -512,5 +512,82 @@ def reap_staging() -> list[str]:
     return [str(path) for path in removed]
 
 
-def newest_ready(project: AdoptionProject) -> SourceSnapshot | None:
+def current_lineage(project: AdoptionProject) -> str | None:
+    """The lineage of the project's current code: the one an admin chose, else the first
+    ready source's (a project is about the code it started with)."""
+    if project.current_lineage:
+        return project.current_lineage
+    first = (
+        project.sources.filter(status=SourceSnapshot.Status.READY).order_by("created_at", "id")
+    ).first()
+    return first.lineage_key if first else None
+
+
+def newest_source(project: AdoptionProject) -> SourceSnapshot | None:
+    """The newest ready source of any lineage: what a job that names no source runs on (a
+    team may scan an unrelated tree; the decision still reads the current code)."""
     return project.sources.filter(status=SourceSnapshot.Status.READY).first()
+
+
+def newest_ready(project: AdoptionProject) -> SourceSnapshot | None:
+    """The current code: the newest ready source of the current lineage. A newer upload of
+    another lineage (a plain-C util.c beside a 627-file CUDA tree) is not it until an
+    admin switches to it: it took the estimate from 1,370 h to 0 and the answer with it."""
+    lineage = current_lineage(project)
+    for source in project.sources.filter(status=SourceSnapshot.Status.READY):  # newest first
+        if source.lineage_key == lineage:
+            return source
+    return None
+
+
+def waiting_lineages(project: AdoptionProject) -> list[SourceSnapshot]:
+    """The newest ready source of each other lineage that is newer than the current code:
+    what an admin may switch to, shown as not (yet) the current code."""
+    current = newest_ready(project)
+    seen = {current.lineage_key} if current else set()
+    waiting = []
+    for source in project.sources.filter(status=SourceSnapshot.Status.READY):
+        if current is not None and source.created_at <= current.created_at:
+            break
+        if source.lineage_key not in seen:
+            seen.add(source.lineage_key)
+            waiting.append(source)
+    return waiting
+
+
+class NotAdmin(SourceError):
+    """The act is a team admin's (a 403)."""
+
+
+def current_code(project: AdoptionProject) -> dict[str, Any]:
+    """What the project's current code is, for the API and the page."""
+    source = newest_ready(project)
+    return {
+        "lineage": current_lineage(project),
+        "source": source.pk if source else None,
+        "chosen_by": (
+            project.current_lineage_by.get_username() if project.current_lineage_by else None
+        ),
+        "chosen_at": project.current_lineage_at,
+        "waiting": [
+            {"source": s.pk, "lineage": s.lineage_key, "name": s.name}
+            for s in waiting_lineages(project)
+        ],
+    }
+
+
+def switch_lineage(project: AdoptionProject, source: SourceSnapshot, user: Any) -> None:
+    """Make ``source``'s lineage the current code, as a team admin; SourceError else."""
+    from teams.choices import Role
+    from teams.models import Membership
+
+    if source.project_id != project.pk or source.status != SourceSnapshot.Status.READY:
+        raise SourceError(f"source {source.pk} is not a ready source of this project")
+    if not Membership.objects.filter(user=user, team_id=project.team_id, role=Role.ADMIN).exists():
+        raise NotAdmin("only an admin of the team switches the project's current code")
+    AdoptionProject.objects.filter(pk=project.pk).update(
+        current_lineage=source.lineage_key,
+        current_lineage_by=user,
+        current_lineage_at=timezone.now(),
+    )
+    project.refresh_from_db()

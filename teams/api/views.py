@@ -6,6 +6,7 @@ Scoped to the caller's teams through teams.access; another team's objects answer
 from __future__ import annotations
 
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import viewsets
 from rest_framework.decorators import action
@@ -34,7 +35,16 @@ from teams.porting import (
     record_decision,
     save_porting_settings,
 )
-from teams.sources import BROKER_DOWN_NOTE, SourceError, TooManyUploads, add_git, add_upload
+from teams.sources import (
+    BROKER_DOWN_NOTE,
+    NotAdmin,
+    SourceError,
+    TooManyUploads,
+    add_git,
+    add_upload,
+    current_code,
+    switch_lineage,
+)
 
 _DECISION = {
     "api": "cudaGraphExecNodeSetParams",
@@ -45,6 +55,13 @@ _DECISION = {
     "updated_at": "2026-12-01T10:00:00Z",
 }
 _SETTINGS = {"vendored": ["third_party/**"], "not_vendored": [], "hazards_off": []}
+_CURRENT = {
+    "lineage": "solver",
+    "source": 12,
+    "chosen_by": None,
+    "chosen_at": None,
+    "waiting": [{"source": 14, "lineage": "util", "name": "util.tar.gz"}],
+}
 
 
 @extend_schema_view(
@@ -232,6 +249,46 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
             return Response(save_porting_settings(project, dict(form.validated_data)))
         except PortingInputError as exc:
             raise ValidationError({exc.field: [exc.message]}) from exc
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The project's current code",
+        description="Which lineage (one codebase over time) the roadmap, the estimate and "
+        "the steps read, its newest ready source, who chose it, and the newer sources of "
+        "other lineages waiting for an admin to switch to them.",
+        responses={200: OpenApiTypes.OBJECT},
+        examples=[OpenApiExample("current", value=_CURRENT, response_only=True)],
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Switch the project's current code",
+        description="A team admin makes a ready source's lineage the current code: an "
+        "unrelated upload never becomes it on its own. 403 for others.",
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT},
+        examples=[
+            OpenApiExample("switch", value={"source": 14}, request_only=True),
+            OpenApiExample("switched", value={**_CURRENT, "lineage": "util"}, response_only=True),
+        ],
+    )
+    @action(detail=True, methods=["get", "post"], url_path="current-code")
+    def current_code(self, request: Request, pk: str | None = None) -> Response:
+        """The lineage the decision reads; POST {"source": id} switches it (admins)."""
+        project = self.get_object()
+        if request.method == "POST":
+            source_id = request.data.get("source")
+            source = (
+                project.sources.filter(pk=source_id).first() if str(source_id).isdigit() else None
+            )
+            if source is None:
+                raise ValidationError({"source": ["not a source of this project"]})
+            try:
+                switch_lineage(project, source, request.user)
+            except NotAdmin as exc:
+                return Response({"detail": str(exc)}, status=403)
+            except SourceError as exc:
+                raise ValidationError({"source": [str(exc)]}) from exc
+        return Response(current_code(project))
 
 
 @extend_schema_view(

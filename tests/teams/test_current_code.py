@@ -1,0 +1,85 @@
+"""The current code: an unrelated upload moves no estimate, gate or answer until a team
+admin switches to it (issue 38: a plain-C util.c beside a 627-file CUDA tree took the
+estimate from 1,369.8 h to 0 h and the answer from "Stay on CUDA" to "Use ROCm")."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from roadmap.criteria import Facts
+from roadmap.recommend import recommend
+from teams.choices import Role
+from teams.sources import newest_ready
+from tests.factories import add_member, make_project, make_user
+from tests.roadmap.conftest import ready_source, real_scan
+
+CUDA_TREE = {
+    "kernels/reduce.cu": """\
+#include <cuda_runtime.h>
+__global__ void reduce(float* x) {
+  float v = x[threadIdx.x];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+  if (threadIdx.x == 0) x[0] = v;
+}
+int run(float* d, cudaGraphExec_t e) {
+  reduce<<<1, 32>>>(d);
+  cudaGraphExecNodeSetParams(e, nullptr, nullptr);
+  return 0;
+}
+""",
+}
+PLAIN_C = {"util.c": "int add(int a, int b) { return a + b; }\n"}
+
+pytestmark = [pytest.mark.django_db, pytest.mark.process]  # real scans: hipify-perl's tables
+
+
+def _named(project, name: str):
+    source = ready_source(project)
+    source.name = name
+    source.save(update_fields=["name"])
+    return source
+
+
+@pytest.fixture
+def project(team):
+    project = make_project(team, "solver")
+    real_scan(project, CUDA_TREE, source=_named(project, "solver.tar.gz"))
+    return project
+
+
+def test_a_plain_c_upload_of_another_lineage_moves_no_estimate_and_no_answer(project, user):
+    before = recommend(Facts(project))
+    cuda = newest_ready(project)
+    util = _named(project, "util.tar.gz")
+    real_scan(project, PLAIN_C, source=util)  # its scan finds no CUDA at all
+    facts = Facts(project)
+    assert facts.source == cuda and facts.scan.source_id == cuda.pk
+    after = recommend(facts)
+    assert after.verdict == before.verdict
+    assert after.figures["effort_hours"] == before.figures["effort_hours"] > 0
+    api = APIClient()
+    api.force_authenticate(user)
+    shown = api.get(f"/api/v1/projects/{project.pk}/current-code/").json()
+    assert shown["lineage"] == "upload solver" and shown["source"] == cuda.pk
+    assert shown["waiting"] == [
+        {"source": util.pk, "lineage": "upload util", "name": "util.tar.gz"}
+    ]
+
+
+def test_only_a_team_admin_switches_the_current_code(project, team, user):
+    util = _named(project, "util.tar.gz")
+    api = APIClient()
+    api.force_authenticate(user)  # a member
+    url = f"/api/v1/projects/{project.pk}/current-code/"
+    refused = api.post(url, {"source": util.pk}, format="json")
+    assert refused.status_code == 403 and "admin" in refused.json()["detail"]
+    assert newest_ready(project) != util
+    admin = make_user("lead")
+    add_member(team, admin, Role.ADMIN)
+    api.force_authenticate(admin)
+    switched = api.post(url, {"source": util.pk}, format="json")
+    assert switched.status_code == 200, switched.content
+    assert switched.json()["lineage"] == "upload util" and switched.json()["chosen_by"] == "lead"
+    project.refresh_from_db()
+    assert newest_ready(project) == util
