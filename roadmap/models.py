@@ -136,6 +136,12 @@ class DecisionContext(models.Model):
     budget_limited = models.BooleanField(default=False)
     current_gpu_price = models.FloatField(null=True, blank=True, help_text="per GPU, any currency")
     candidate_gpu_price = models.FloatField(null=True, blank=True)
+    workload_weights = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="how much each measured workload weighs in the performance summary, "
+        '{"gemm bf16": 3, "gemm int8": 0}; unnamed ones weigh 1',
+    )
 
     def __str__(self) -> str:
         return f"decision context of {self.project}"

@@ -72,11 +72,39 @@ class Recommendation:
         return TITLES[self.verdict]
 
 
-def performance_ratio(facts: Facts) -> dict | None:
-    """Candidate (AMD) over current (non-AMD) throughput: geometric mean over common cases.
+# A case measured below this share of its GPU's dense peak on either side is flagged and
+# left out of the summary until a person confirms it: an INT8 GEMM at 6 % of the board's
+# peak decided a 1.15x "Use ROCm" that was 0.88x without it.
+PLAUSIBLE_PCT_OF_PEAK = 10.0
+Z95 = 1.96
 
-    Only "higher is better" throughput metrics of blas-bench, newest job per vendor, cases
-    aligned exactly (benchmark, case, metric); None when either side is missing.
+
+def _log_var(samples: list) -> tuple[float, int]:
+    """Variance of the log of a case's per-iteration rates, and how many there were."""
+    logs = [math.log(v) for v in samples or [] if isinstance(v, int | float) and v > 0]
+    if len(logs) < 2:
+        return 0.0, max(len(logs), 1)
+    mean = sum(logs) / len(logs)
+    return sum((x - mean) ** 2 for x in logs) / (len(logs) - 1), len(logs)
+
+
+def _interval(log_ratio: float, se: float) -> tuple[float, float]:
+    return math.exp(log_ratio - Z95 * se), math.exp(log_ratio + Z95 * se)
+
+
+def performance_ratio(facts: Facts) -> dict | None:
+    """Candidate (AMD) over current (non-AMD) throughput, as a table per workload
+    (benchmark and precision) and a weighted summary of it; None when either side is
+    missing.
+
+    Newest blas-bench job per vendor; cases aligned exactly (benchmark, case); only the
+    throughput metric counts as a case (not time, power, clocks or CV rows). A case below
+    PLAUSIBLE_PCT_OF_PEAK of its peak on either side is flagged and left out. Each
+    workload's ratio is the geometric mean over its cases; its 95 % interval is the
+    measurement noise of those cases (the spread of their per-iteration rates), not the
+    run-to-run drift a second pair of jobs would show. The summary weighs each workload
+    by the team's DecisionContext.workload_weights ("gemm bf16": 3; unnamed ones 1, 0
+    leaves one out).
     """
     from jobs.models import Measurement
     from results.services import case_key
@@ -91,27 +119,73 @@ def performance_ratio(facts: Facts) -> dict | None:
         newest.setdefault(side, job)
     if len(newest) < 2:
         return None
-    values: dict[str, dict] = {}
+    rows: dict[str, dict] = {}
     for side, job in newest.items():
-        values[side] = {
-            (m.benchmark, case_key(m.case), m.metric): m.value
-            for m in Measurement.objects.filter(job=job, better="higher", metric="throughput")
-        }
-    common = [k for k in values["candidate"] if k in values["current"] and values["current"][k] > 0]
-    ratios = [
-        values["candidate"][k] / values["current"][k] for k in common if values["candidate"][k] > 0
-    ]
-    if not ratios:
+        rows[side] = {}
+        for m in Measurement.objects.filter(job=job, metric__in=("throughput", "pct_of_peak")):
+            entry = rows[side].setdefault((m.benchmark, case_key(m.case)), {"case": m.case})
+            entry[m.metric] = m
+    context = getattr(facts.project, "decision_context", None)
+    weights = dict(getattr(context, "workload_weights", None) or {})
+    groups: dict[str, dict] = {}
+    for key, cand in rows["candidate"].items():
+        cur = rows["current"].get(key)
+        if cur is None or "throughput" not in cand or "throughput" not in cur:
+            continue
+        a, b = cand["throughput"], cur["throughput"]
+        if a.value <= 0 or b.value <= 0:
+            continue
+        case = cand["case"]
+        precision = str(case.get("precision") or case.get("dtype") or "-")
+        name = f"{key[0]} {precision}"
+        group = groups.setdefault(
+            name,
+            {"workload": name, "benchmark": key[0], "precision": precision, "unit": a.unit,
+             "logs": [], "vars": [], "flagged": []},
+        )  # fmt: skip
+        pcts = [e["pct_of_peak"].value for e in (cand, cur) if "pct_of_peak" in e]
+        if pcts and min(pcts) < PLAUSIBLE_PCT_OF_PEAK:
+            group["flagged"].append(
+                {"case": case, "ratio": round(a.value / b.value, 3),
+                 "pct_of_peak": [round(p, 1) for p in pcts]}
+            )  # fmt: skip
+            continue
+        (va, na), (vb, nb) = _log_var(a.samples), _log_var(b.samples)
+        group["logs"].append(math.log(a.value / b.value))
+        group["vars"].append(va / na + vb / nb)
+    table = []
+    for group in sorted(groups.values(), key=lambda g: g["workload"]):
+        logs = group.pop("logs")
+        variances = group.pop("vars")
+        group["cases"] = len(logs)
+        group["weight"] = float(weights.get(group["workload"], 1))
+        if logs:
+            mean = sum(logs) / len(logs)
+            se = math.sqrt(sum(variances)) / len(logs)
+            group["ratio"], group["log"], group["se"] = math.exp(mean), mean, se
+            group["low"], group["high"] = _interval(mean, se)
+        table.append(group)
+    counted = [g for g in table if g["cases"] and g["weight"] > 0]
+    if not counted:
         return None
-    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    total = sum(g["weight"] for g in counted)
+    mean = sum(g["weight"] * g["log"] for g in counted) / total
+    se = math.sqrt(sum((g["weight"] / total) ** 2 * g["se"] ** 2 for g in counted))
+    low, high = _interval(mean, se)
     cand, cur = newest["candidate"], newest["current"]
     return {
-        "ratio": geo,
-        "cases": len(ratios),
+        "ratio": math.exp(mean),
+        "low": low,
+        "high": high,
+        "cases": sum(g["cases"] for g in counted),
+        "flagged": sum(len(g["flagged"]) for g in table),
+        "table": table,
         "candidate": cand,
         "current": cur,
         "candidate_gpu": cand.environment.gpu_model,
         "current_gpu": cur.environment.gpu_model,
+        "candidate_date": cand.finished_at,
+        "current_date": cur.finished_at,
     }
 
 
@@ -229,9 +303,17 @@ def recommend(facts: Facts) -> Recommendation:
             for s in ("candidate", "current")
         )
         rec.figures["performance_ratio"] = round(perf["ratio"], 3)
+        rec.figures["performance_interval"] = [round(perf["low"], 3), round(perf["high"], 3)]
         text = (
             f"Measured throughput {perf['candidate_gpu']} / {perf['current_gpu']}: "
-            f"{perf['ratio']:.2f}x (geometric mean of {perf['cases']} cases)"
+            f"{perf['ratio']:.2f}x (95 % {perf['low']:.2f}-{perf['high']:.2f}; weighted over "
+            f"{sum(1 for g in perf['table'] if g['cases'])} workloads, {perf['cases']} cases"
+            + (
+                f"; {perf['flagged']} below {PLAUSIBLE_PCT_OF_PEAK:g} % of peak left out"
+                if perf["flagged"]
+                else ""
+            )
+            + ")"
         )
         if context and context.current_gpu_price and context.candidate_gpu_price:
             per_dollar = perf["ratio"] * context.current_gpu_price / context.candidate_gpu_price

@@ -156,9 +156,30 @@ def roadmap_document(project: Any) -> dict[str, Any]:
                 "current_gpu": perf["current_gpu"],
                 "candidate_gpu": perf["candidate_gpu"],
                 "ratio": round(perf["ratio"], 3),
+                "low": round(perf["low"], 3),
+                "high": round(perf["high"], 3),
                 "cases": perf["cases"],
+                "flagged": perf["flagged"],
                 "current_job": perf["current"].pk,
                 "candidate_job": perf["candidate"].pk,
+                "current_date": perf["current_date"].date().isoformat()
+                if perf["current_date"]
+                else None,
+                "candidate_date": perf["candidate_date"].date().isoformat()
+                if perf["candidate_date"]
+                else None,
+                "table": [
+                    {
+                        "workload": g["workload"],
+                        "cases": g["cases"],
+                        "weight": g["weight"],
+                        "ratio": round(g["ratio"], 3) if g["cases"] else None,
+                        "low": round(g["low"], 3) if g["cases"] else None,
+                        "high": round(g["high"], 3) if g["cases"] else None,
+                        "flagged": g["flagged"],
+                    }
+                    for g in perf["table"]
+                ],
             }
             if perf
             else None
@@ -254,10 +275,19 @@ def markdown(doc: dict[str, Any]) -> str:
     b = doc["benchmarks"]
     if b:
         out.append(
-            f"{md(b['candidate_gpu'])} / {md(b['current_gpu'])}: {b['ratio']}x throughput, "
-            f"geometric mean of {b['cases']} common cases (jobs {b['candidate_job']} and "
-            f"{b['current_job']})."
+            f"{md(b['candidate_gpu'])} (job {b['candidate_job']}, {b['candidate_date']}) / "
+            f"{md(b['current_gpu'])} (job {b['current_job']}, {b['current_date']}): "
+            f"{b['ratio']}x throughput (95 % {b['low']}-{b['high']}), weighted over the "
+            f"workloads below, {b['cases']} cases."
         )
+        out += ["", "| workload | cases | ratio | 95 % | weight | left out (< 10 % of peak) |"]
+        out.append("| --- | ---: | ---: | --- | ---: | ---: |")
+        for g in b["table"]:
+            span = f"{g['low']}-{g['high']}" if g["cases"] else "-"
+            out.append(
+                f"| {md(g['workload'])} | {g['cases']} | {g['ratio'] or '-'} | {span} | "
+                f"{g['weight']:g} | {len(g['flagged'])} |"
+            )
     else:
         out.append("No like-for-like benchmark of the current and a candidate GPU yet.")
     return "\n".join(out) + "\n"
