@@ -201,7 +201,9 @@ class JobViewSet(
         examples=[ex.RUNNING],
     )
     @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str | None = None) -> Response:
+    def cancel(
+        self, request: Request, pk: str | None = None, format: str | None = None
+    ) -> Response:
         job = self.get_object()
         if not can_write(request.user, job.team_id):
             return Response({"detail": "Viewers cannot cancel jobs."}, status=403)
@@ -227,7 +229,9 @@ class JobViewSet(
         responses=EventPageSerializer,
     )
     @action(detail=True, methods=["get"])
-    def events(self, request: Request, pk: str | None = None) -> Response:
+    def events(
+        self, request: Request, pk: str | None = None, format: str | None = None
+    ) -> Response:
         job = self.get_object()
         after = _int_param(request, "after", 0)
         limit = min(max(_int_param(request, "limit", 500), 1), 1000)
@@ -252,7 +256,9 @@ class JobViewSet(
         examples=[ex.ARTIFACTS],
     )
     @action(detail=True, methods=["get"])
-    def artifacts(self, request: Request, pk: str | None = None) -> Response:
+    def artifacts(
+        self, request: Request, pk: str | None = None, format: str | None = None
+    ) -> Response:
         job = self.get_object()
         page = self.paginate_queryset(job.artifacts.all())
         return self.get_paginated_response(ArtifactSerializer(page, many=True).data)
@@ -268,7 +274,9 @@ class JobViewSet(
         examples=[ex.MEASUREMENTS],
     )
     @action(detail=True, methods=["get"])
-    def measurements(self, request: Request, pk: str | None = None) -> Response:
+    def measurements(
+        self, request: Request, pk: str | None = None, format: str | None = None
+    ) -> Response:
         job = self.get_object()
         page = self.paginate_queryset(job.measurements.all())
         return self.get_paginated_response(MeasurementSerializer(page, many=True).data)
@@ -284,7 +292,7 @@ class JobViewSet(
         examples=[ex.RERUN],
     )
     @action(detail=True, methods=["post"])
-    def rerun(self, request: Request, pk: str | None = None) -> Response:
+    def rerun(self, request: Request, pk: str | None = None, format: str | None = None) -> Response:
         original = self.get_object()
         try:
             job = services.rerun_job(original, user=request.user)
@@ -562,7 +570,7 @@ class ScheduleViewSet(viewsets.ModelViewSet):
         examples=[ex.JOBS_EXAMPLE],
     )
     @action(detail=True, methods=["get"])
-    def jobs(self, request: Request, pk: str | None = None) -> Response:
+    def jobs(self, request: Request, pk: str | None = None, format: str | None = None) -> Response:
         schedule = self.get_object()
         page = self.paginate_queryset(jobs_for(request.user).filter(schedule=schedule))
         return self.get_paginated_response(JobSerializer(page, many=True).data)

@@ -210,7 +210,7 @@ class VerdictViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         examples=[OpenApiExample("job 43", value={"job": 43})],
     )
     @action(detail=False, methods=["post"])
-    def acknowledge(self, request: Request) -> Response:
+    def acknowledge(self, request: Request, format: str | None = None) -> Response:
         form = AcknowledgeSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         job = get_object_or_404(jobs_for(request.user), pk=form.validated_data["job"])

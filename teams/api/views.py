@@ -56,11 +56,11 @@ _DECISION = {
 }
 _SETTINGS = {"vendored": ["third_party/**"], "not_vendored": [], "hazards_off": []}
 _CURRENT = {
-    "lineage": "solver",
+    "lineage": "upload app",
     "source": 12,
     "chosen_by": None,
     "chosen_at": None,
-    "waiting": [{"source": 14, "lineage": "util", "name": "util.tar.gz"}],
+    "waiting": [{"source": 14, "lineage": "upload util", "name": "util.tar.gz"}],
 }
 
 
@@ -129,7 +129,9 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
     @action(
         detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, BoundedJSONParser]
     )
-    def sources(self, request: Request, pk: str | None = None) -> Response:
+    def sources(
+        self, request: Request, pk: str | None = None, format: str | None = None
+    ) -> Response:
         """The project's code snapshots; POST an archive (multipart) or a git URL."""
         project = self.get_object()
         if request.method == "GET":
@@ -197,7 +199,9 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         ],
     )  # fmt: skip
     @action(detail=True, methods=["get", "post"], url_path="api-decisions")
-    def api_decisions(self, request: Request, pk: str | None = None) -> Response:
+    def api_decisions(
+        self, request: Request, pk: str | None = None, format: str | None = None
+    ) -> Response:
         """The team's decisions on the APIs HIP lacks; POST records (or changes) one."""
         project = self.get_object()
         if request.method == "GET":
@@ -234,7 +238,9 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         ],
     )
     @action(detail=True, methods=["get", "put"], url_path="porting-settings")
-    def porting_settings(self, request: Request, pk: str | None = None) -> Response:
+    def porting_settings(
+        self, request: Request, pk: str | None = None, format: str | None = None
+    ) -> Response:
         """How the project's scans read its code: vendored globs, hazard rules off."""
         project = self.get_object()
         if request.method == "GET":
@@ -268,11 +274,13 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         responses={200: OpenApiTypes.OBJECT},
         examples=[
             OpenApiExample("switch", value={"source": 14}, request_only=True),
-            OpenApiExample("switched", value={**_CURRENT, "lineage": "util"}, response_only=True),
+            OpenApiExample("switched", value={**_CURRENT, "lineage": "upload util"}, response_only=True),
         ],
     )
     @action(detail=True, methods=["get", "post"], url_path="current-code")
-    def current_code(self, request: Request, pk: str | None = None) -> Response:
+    def current_code(
+        self, request: Request, pk: str | None = None, format: str | None = None
+    ) -> Response:
         """The lineage the decision reads; POST {"source": id} switches it (admins)."""
         project = self.get_object()
         if request.method == "POST":
