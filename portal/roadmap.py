@@ -21,8 +21,15 @@ from django.views.decorators.http import require_POST
 
 from portal.kinds import project_steps
 from roadmap.checklist import ANSWERS, QUESTIONS
-from roadmap.gates import OverrideError, override_gate
-from roadmap.models import ChecklistAnswer, DecisionContext, Phase, PhaseStatus, Task
+from roadmap.gates import OVERRIDE_DAYS_DEFAULT, OverrideError, override_gate, revoke_override
+from roadmap.models import (
+    ChecklistAnswer,
+    DecisionContext,
+    GateOverride,
+    Phase,
+    PhaseStatus,
+    Task,
+)
 from roadmap.plan import ensure_roadmap
 from roadmap.report import markdown, roadmap_document
 from teams.access import can_write, projects_for
@@ -201,15 +208,31 @@ def roadmap_override(request: HttpRequest, pk: int, number: int) -> HttpResponse
     if _writable(request, project):
         phase = get_object_or_404(Phase, project=project, number=number)
         try:
+            days = request.POST.get("days", "")
             override_gate(
                 phase,
                 request.POST.get("criterion", ""),
                 request.POST.get("reason", ""),
                 request.user,
+                days=int(days) if days.isdigit() else OVERRIDE_DAYS_DEFAULT,
             )
-            messages.success(request, "Override recorded, with your name and reason.")
+            messages.success(request, "Override recorded, with your name, reason and expiry.")
         except OverrideError as exc:
             messages.error(request, f"Not recorded: {exc}.")
+    return redirect("portal:project-roadmap", pk=pk)
+
+
+@login_required
+@require_POST
+def roadmap_override_revoke(request: HttpRequest, pk: int, override_id: int) -> HttpResponse:
+    project = _project(request, pk)
+    if _writable(request, project):
+        override = get_object_or_404(GateOverride, pk=override_id, phase__project=project)
+        try:
+            revoke_override(override, request.user)
+            messages.success(request, "Override revoked: its criterion counts again.")
+        except OverrideError as exc:
+            messages.error(request, f"Not revoked: {exc}.")
     return redirect("portal:project-roadmap", pk=pk)
 
 

@@ -62,6 +62,11 @@ urlpatterns = [
         name="roadmap-override",
     ),
     path(
+        "projects/<int:pk>/roadmap/overrides/<int:override_id>/revoke/",
+        roadmap.roadmap_override_revoke,
+        name="roadmap-override-revoke",
+    ),
+    path(
         "projects/<int:pk>/roadmap/phases/<int:number>/",
         roadmap.roadmap_phase,
         name="roadmap-phase",

@@ -19,8 +19,15 @@ from rest_framework.views import APIView
 
 from roadmap.checklist import ANSWERS, QUESTIONS
 from roadmap.criteria import CRITERIA
-from roadmap.gates import OverrideError, override_gate
-from roadmap.models import ChecklistAnswer, Phase
+from roadmap.gates import (
+    OVERRIDE_DAYS_DEFAULT,
+    OVERRIDE_DAYS_MAX,
+    NotAllowed,
+    OverrideError,
+    override_gate,
+    revoke_override,
+)
+from roadmap.models import ChecklistAnswer, GateOverride, Phase
 from roadmap.report import markdown, roadmap_document
 from teams.access import can_write, projects_for
 
@@ -35,7 +42,10 @@ def _project(request: Request, pk: int, *, write: bool = False):
 class OverrideSerializer(serializers.Serializer):
     phase = serializers.IntegerField(min_value=1, max_value=4)
     criterion = serializers.ChoiceField(choices=[c.name for c in CRITERIA])
-    reason = serializers.CharField(min_length=10, max_length=5000)
+    reason = serializers.CharField(max_length=5000)
+    expires_in_days = serializers.IntegerField(
+        min_value=1, max_value=OVERRIDE_DAYS_MAX, default=OVERRIDE_DAYS_DEFAULT
+    )
 
 
 class AnswerSerializer(serializers.Serializer):
@@ -115,21 +125,60 @@ class OverrideView(APIView):
         phase = get_object_or_404(Phase, project=project, number=data.validated_data["phase"])
         try:
             o = override_gate(
-                phase, data.validated_data["criterion"], data.validated_data["reason"], request.user
+                phase,
+                data.validated_data["criterion"],
+                data.validated_data["reason"],
+                request.user,
+                days=data.validated_data["expires_in_days"],
             )
+        except NotAllowed as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
         except OverrideError as exc:
             return Response({"criterion": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(
-            {
-                "id": o.pk,
-                "phase": phase.number,
-                "criterion": o.criterion,
-                "reason": o.reason,
-                "by": request.user.get_username(),
-                "at": o.at,
-            },
-            status=status.HTTP_201_CREATED,
-        )
+        return Response(_override(o), status=status.HTTP_201_CREATED)
+
+
+def _override(o: GateOverride) -> dict:
+    return {
+        "id": o.pk,
+        "phase": o.phase.number,
+        "criterion": o.criterion,
+        "reason": o.reason,
+        "by": o.by.get_username() if o.by else None,
+        "at": o.at,
+        "expires_at": o.expires_at,
+        "revoked_at": o.revoked_at,
+        "revoked_by": o.revoked_by.get_username() if o.revoked_by else None,
+    }
+
+
+class OverrideRevokeView(APIView):
+    @extend_schema(
+        operation_id="project_roadmap_override_revoke",
+        summary="Revoke a gate override",
+        description=(
+            "Ends an override before its expiry; its criterion counts again. The override's "
+            "author, a team admin or the phase's owner; 403 for others."
+        ),
+        request=None,
+        responses={200: dict, 403: dict, 404: dict},
+        examples=[
+            OpenApiExample(
+                "revoked",
+                value={"id": 3, "phase": 1, "criterion": "libraries_compared",
+                       "revoked_by": "lead", "revoked_at": "2026-12-04T10:00:00Z"},
+                response_only=True,
+            )
+        ],
+    )  # fmt: skip
+    def delete(self, request: Request, pk: int, override_id: int) -> Response:
+        project = _project(request, pk, write=True)
+        o = get_object_or_404(GateOverride, pk=override_id, phase__project=project)
+        try:
+            revoke_override(o, request.user)
+        except NotAllowed as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        return Response(_override(o))
 
 
 class ChecklistView(APIView):
@@ -200,6 +249,11 @@ urlpatterns = [
         "projects/<int:pk>/roadmap/overrides/",
         OverrideView.as_view(),
         name="project-roadmap-overrides",
+    ),
+    path(
+        "projects/<int:pk>/roadmap/overrides/<int:override_id>/",
+        OverrideRevokeView.as_view(),
+        name="project-roadmap-override-revoke",
     ),
     path(
         "projects/<int:pk>/roadmap/checklist/",

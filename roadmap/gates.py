@@ -10,9 +10,11 @@ state from the jobs of the kinds that serve them; the team's own tasks from a pe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from jobs.choices import JobStatus
@@ -92,7 +94,9 @@ def roadmap_state(project: Any, facts: Facts | None = None) -> list[PhaseState]:
     facts = facts or Facts(project)
     overrides: dict[tuple[int, str], GateOverride] = {}
     for o in GateOverride.objects.filter(
-        phase__project=project, revoked_at__isnull=True
+        Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()),
+        phase__project=project,
+        revoked_at__isnull=True,
     ).select_related("by"):
         overrides.setdefault((o.phase_id, o.criterion), o)
     jobs_by_kind: dict[str, list] = {}
@@ -150,22 +154,80 @@ class OverrideError(ValueError):
     """An override that cannot be recorded (no reason, unknown criterion)."""
 
 
-def override_gate(phase: Phase, criterion: str, reason: str, user: Any) -> GateOverride:
-    """Open one criterion of a gate by hand: recorded with who, when and why."""
-    names = {c.name for c in for_phase(phase.number)}
-    if criterion not in names:
+OVERRIDE_DAYS_DEFAULT, OVERRIDE_DAYS_MAX = 30, 90
+REASON_MIN_CHARS, REASON_MIN_WORDS = 20, 4
+
+
+class NotAllowed(OverrideError):
+    """The act is a team admin's or the phase owner's (a 403)."""
+
+
+def _may_override(phase: Phase, user: Any) -> bool:
+    from teams.choices import Role
+    from teams.models import Membership
+
+    if phase.owner_id is not None and phase.owner_id == getattr(user, "pk", None):
+        return True
+    return Membership.objects.filter(
+        user=user, team_id=phase.project.team_id, role=Role.ADMIN
+    ).exists()
+
+
+def override_gate(
+    phase: Phase, criterion: str, reason: str, user: Any, *, days: int = OVERRIDE_DAYS_DEFAULT
+) -> GateOverride:
+    """Open one failing criterion of a gate by hand, for ``days``: recorded with who, when,
+    why and until when. A team admin's or the phase owner's act; never on a criterion that
+    passes (there is nothing to open), never without a reason a reader can weigh."""
+    found = {c.name: c for c in for_phase(phase.number)}
+    if criterion not in found:
         raise OverrideError(
             f"phase {phase.number} has no criterion {criterion!r}; "
-            f"it has {', '.join(sorted(names))}"
+            f"it has {', '.join(sorted(found))}"
         )
-    reason = (reason or "").strip()
-    if len(reason) < 10:
-        raise OverrideError("an override needs a reason of at least 10 characters")
+    if not _may_override(phase, user):
+        raise NotAllowed("only an admin of the team or the phase's owner overrides a gate")
+    reason = " ".join((reason or "").split())
+    words = [w for w in reason.split() if any(ch.isalpha() for ch in w)]
+    if len(reason) < REASON_MIN_CHARS or len({w.lower() for w in words}) < REASON_MIN_WORDS:
+        raise OverrideError(
+            f"an override needs a reason of substance: at least {REASON_MIN_CHARS} "
+            f"characters and {REASON_MIN_WORDS} different words saying why the data is not "
+            "needed or not yet there"
+        )
+    if not 1 <= days <= OVERRIDE_DAYS_MAX:
+        raise OverrideError(f"an override lasts 1 to {OVERRIDE_DAYS_MAX} days, not {days}")
+    verdict = found[criterion].check(Facts(phase.project))
+    if verdict.status in OPEN:
+        raise OverrideError(
+            f"{criterion} is {verdict.status} ({verdict.detail}): there is nothing to override"
+        )
+    now = timezone.now()
     with transaction.atomic():
         GateOverride.objects.filter(
             phase=phase, criterion=criterion, revoked_at__isnull=True
-        ).update(revoked_at=timezone.now())
-        return GateOverride.objects.create(phase=phase, criterion=criterion, reason=reason, by=user)
+        ).update(revoked_at=now, revoked_by=user)
+        return GateOverride.objects.create(
+            phase=phase,
+            criterion=criterion,
+            reason=reason,
+            by=user,
+            at=now,
+            expires_at=now + timedelta(days=days),
+        )
+
+
+def revoke_override(override: GateOverride, user: Any) -> None:
+    """End an override before its expiry: its author, a team admin or the phase owner."""
+    if override.by_id != getattr(user, "pk", None) and not _may_override(override.phase, user):
+        raise NotAllowed(
+            "only the override's author, an admin of the team or the phase's owner revokes it"
+        )
+    if override.revoked_at is None:
+        GateOverride.objects.filter(pk=override.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now(), revoked_by=user
+        )
+    override.refresh_from_db()
 
 
 def unavailable(states: list[PhaseState]) -> list[CriterionState]:

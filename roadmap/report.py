@@ -91,8 +91,10 @@ def roadmap_document(project: Any) -> dict[str, Any]:
                         "fix": _link(c.verdict.fix),
                         "override": (
                             {
+                                "id": c.override.pk,
                                 "by": c.override.by.get_username() if c.override.by else None,
                                 "at": c.override.at,
+                                "expires_at": c.override.expires_at,
                                 "reason": c.override.reason,
                             }
                             if c.override
@@ -239,7 +241,11 @@ def markdown(doc: dict[str, Any]) -> str:
             line = f"- **{md(c['title'])}**: {STATUS_WORDS[c['status']]}. {md(c['detail'])}"
             if c["override"]:
                 o = c["override"]
-                line += f" Overridden by {md(o['by'])} on {str(o['at'])[:10]}: {md(o['reason'])}"
+                until = f" until {str(o['expires_at'])[:10]}" if o["expires_at"] else ""
+                line += (
+                    f" **Open by override** of {md(o['by'])} on {str(o['at'])[:10]}{until}: "
+                    f"{md(o['reason'])}"
+                )
             out.append(line)
         out += ["", "Tasks:", ""]
         out += [f"- {md(t['title'])}: {md(t['state'])}" for t in ph["tasks"]]

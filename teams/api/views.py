@@ -274,7 +274,9 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         responses={200: OpenApiTypes.OBJECT},
         examples=[
             OpenApiExample("switch", value={"source": 14}, request_only=True),
-            OpenApiExample("switched", value={**_CURRENT, "lineage": "upload util"}, response_only=True),
+            OpenApiExample(
+                "switched", value={**_CURRENT, "lineage": "upload util"}, response_only=True
+            ),
         ],
     )
     @action(detail=True, methods=["get", "post"], url_path="current-code")

@@ -20,11 +20,12 @@ pytestmark = pytest.mark.django_db
 def setup():
     team = make_team()
     project = make_project(team, name="solver port")
-    member, viewer = make_user(), make_user()
+    admin, member, viewer = make_user(), make_user(), make_user()
+    add_member(team, admin, Role.ADMIN)
     add_member(team, member, Role.MEMBER)
     add_member(team, viewer, Role.VIEWER)
     clients = {}
-    for name, user in (("member", member), ("viewer", viewer)):
+    for name, user in (("admin", admin), ("member", member), ("viewer", viewer)):
         clients[name] = Client()
         clients[name].force_login(user)
     return project, clients
@@ -52,10 +53,10 @@ def test_another_teams_roadmap_is_not_found(setup):
     assert clients["member"].get(f"/api/v1/projects/{other.pk}/roadmap/").status_code == 404
 
 
-def test_a_member_overrides_a_criterion_with_a_reason_and_it_is_shown(setup):
+def test_an_admin_overrides_a_criterion_with_a_reason_and_it_is_shown_and_revoked(setup):
     project, clients = setup
-    clients["member"].get(f"/projects/{project.pk}/roadmap/")
-    clients["member"].post(
+    clients["admin"].get(f"/projects/{project.pk}/roadmap/")
+    clients["admin"].post(
         f"/projects/{project.pk}/roadmap/phases/1/override/",
         {
             "criterion": "libraries_compared",
@@ -66,12 +67,33 @@ def test_a_member_overrides_a_criterion_with_a_reason_and_it_is_shown(setup):
     assert o.criterion == "libraries_compared" and o.by is not None
     html = clients["member"].get(f"/projects/{project.pk}/roadmap/").content.decode()
     assert 'data-override="libraries_compared"' in html and "vendor figures accepted" in html
+    assert "Open by override" in html
+    report = clients["member"].get(f"/api/v1/projects/{project.pk}/roadmap/report.md")
+    assert "**Open by override**" in report.content.decode()
+    refused = clients["member"].delete(f"/api/v1/projects/{project.pk}/roadmap/overrides/{o.pk}/")
+    assert refused.status_code == 403
+    revoked = clients["admin"].delete(f"/api/v1/projects/{project.pk}/roadmap/overrides/{o.pk}/")
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"]
+    html = clients["member"].get(f"/projects/{project.pk}/roadmap/").content.decode()
+    assert 'data-override="libraries_compared"' not in html
+
+
+def test_a_member_may_not_override(setup):
+    project, clients = setup
+    clients["member"].get(f"/projects/{project.pk}/roadmap/")
+    refused = clients["member"].post(
+        f"/api/v1/projects/{project.pk}/roadmap/overrides/",
+        {"phase": 1, "criterion": "libraries_compared",
+         "reason": "vendor figures accepted until the MI300X arrives"},
+        content_type="application/json",
+    )  # fmt: skip
+    assert refused.status_code == 403 and not GateOverride.objects.exists()
 
 
 def test_an_override_without_a_reason_is_refused_and_nothing_is_recorded(setup):
     project, clients = setup
-    clients["member"].get(f"/projects/{project.pk}/roadmap/")
-    response = clients["member"].post(
+    clients["admin"].get(f"/projects/{project.pk}/roadmap/")
+    response = clients["admin"].post(
         f"/projects/{project.pk}/roadmap/phases/1/override/",
         {"criterion": "libraries_compared", "reason": ""},
         follow=True,

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
-from roadmap.gates import OverrideError, override_gate, roadmap_state
+import pytest
+from django.utils import timezone
+
+from roadmap.gates import NotAllowed, OverrideError, override_gate, revoke_override, roadmap_state
 from roadmap.models import GateOverride, PhaseStatus
 from roadmap.plan import ensure_roadmap
-from tests.factories import make_user
+from teams.choices import Role
+from tests.factories import add_member, make_user
+from tests.roadmap.conftest import ready_source, scan
 
 pytestmark = pytest.mark.django_db
+
+
+def admin_of(project):
+    user = make_user()
+    add_member(project.team, user, Role.ADMIN)
+    return user
 
 
 def test_a_new_project_gets_four_phases_with_their_built_in_tasks(project):
@@ -28,7 +39,7 @@ def test_phase_one_is_active_from_the_start_and_the_rest_wait_for_its_gate(proje
 
 
 def test_an_override_opens_a_criterion_and_records_who_when_and_why(project):
-    user = make_user()
+    user = admin_of(project)
     phase = ensure_roadmap(project)[0]
     names = [c.criterion.name for c in roadmap_state(project)[0].criteria]
     for name in names:
@@ -38,22 +49,68 @@ def test_an_override_opens_a_criterion_and_records_who_when_and_why(project):
     assert states[1].status == PhaseStatus.ACTIVE
     o = GateOverride.objects.filter(phase=phase).first()
     assert o.by == user and o.reason.startswith("assessed") and o.at is not None
+    assert o.expires_at - o.at == timedelta(days=30)
     assert all(c.override is not None for c in states[0].criteria)
 
 
-def test_an_override_needs_a_reason_and_a_real_criterion(project):
+def test_an_override_needs_a_reason_of_substance_and_a_real_criterion(project):
     phase = ensure_roadmap(project)[0]
-    with pytest.raises(OverrideError, match="reason"):
-        override_gate(phase, "scan_of_current_code", "ok", make_user())
+    lead = admin_of(project)
+    for thin in ("ok", "aaaaaaaaaaaaaaaaaaaaaaaaa", "fine fine fine fine fine fine"):
+        with pytest.raises(OverrideError, match="reason of substance"):
+            override_gate(phase, "scan_of_current_code", thin, lead)
     with pytest.raises(OverrideError, match="no criterion"):
-        override_gate(phase, "baseline_set", "belongs to phase four", make_user())
+        override_gate(phase, "baseline_set", "belongs to phase four", lead)
+
+
+def test_only_a_team_admin_or_the_phase_owner_overrides(project):
+    phase = ensure_roadmap(project)[0]
+    member = make_user()
+    add_member(project.team, member, Role.MEMBER)
+    reason = "assessed by hand in the kickoff workshop"
+    with pytest.raises(NotAllowed):
+        override_gate(phase, "scan_of_current_code", reason, member)
+    phase.owner = member
+    phase.save()
+    assert override_gate(phase, "scan_of_current_code", reason, member).by == member
+
+
+def test_a_passing_criterion_cannot_be_overridden(project):
+    scan(project, ready_source(project))  # the scan criterion passes
+    phase = ensure_roadmap(project)[0]
+    with pytest.raises(OverrideError, match="nothing to override"):
+        override_gate(
+            phase, "scan_of_current_code", "just to be sure it stays open", admin_of(project)
+        )
+
+
+def test_an_override_expires_and_can_be_revoked(project):
+    phase = ensure_roadmap(project)[0]
+    lead = admin_of(project)
+    reason = "vendor figures accepted until the MI300X arrives"
+    o = override_gate(phase, "libraries_compared", reason, lead, days=7)
+    assert _overridden(project, "libraries_compared")
+    GateOverride.objects.filter(pk=o.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert not _overridden(project, "libraries_compared")  # expired: it counts again
+    o = override_gate(phase, "libraries_compared", reason, lead)
+    stranger = make_user()
+    add_member(project.team, stranger, Role.MEMBER)
+    with pytest.raises(NotAllowed):
+        revoke_override(o, stranger)
+    revoke_override(o, lead)
+    assert o.revoked_by == lead and not _overridden(project, "libraries_compared")
+
+
+def _overridden(project, name: str) -> bool:
+    states = roadmap_state(project)
+    return next(c for c in states[0].criteria if c.criterion.name == name).override is not None
 
 
 def test_a_second_override_replaces_the_first_and_keeps_it_on_record(project):
     phase = ensure_roadmap(project)[0]
-    user = make_user()
-    override_gate(phase, "scan_of_current_code", "first reason, long enough", user)
-    override_gate(phase, "scan_of_current_code", "second reason, long enough", user)
+    user = admin_of(project)
+    override_gate(phase, "scan_of_current_code", "the first reason, long enough", user)
+    override_gate(phase, "scan_of_current_code", "the second reason, long enough", user)
     rows = GateOverride.objects.filter(phase=phase, criterion="scan_of_current_code")
     assert rows.count() == 2 and rows.filter(revoked_at__isnull=True).count() == 1
 

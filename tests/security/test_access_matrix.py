@@ -29,6 +29,7 @@ import inspect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from jobs.models import Artifact, JobEvent, Schedule, TunedFile
 from jobs.services.paths import artifact_dir
 from results.models import AlertSettings, Baseline, Verdict
 from roadmap.gates import roadmap_state
+from roadmap.models import GateOverride
 from roadmap.plan import ensure_roadmap
 from stack.kinds.profile import KIND as PROFILE
 from teams.choices import Role
@@ -135,6 +137,7 @@ OBJECT_KWARGS = {
     "job_pk": "job",
     "artifact_pk": "artifact",
     "source_pk": "source",
+    "override_id": "override",
     # Django's admin: object_id is the row of the admin's model, id a user, content_type_id
     # the model of admin/r/ (view on site).
     "object_id": "admin object",
@@ -308,6 +311,10 @@ def _world() -> dict[str, Any]:
     tuned = TunedFile.objects.create(team=a, project=project, job=job, method="tunableop")
     ApiDecision.objects.create(project=project, api="cudaGraph", decision="port", note=SECRET)
     phases = ensure_roadmap(project)
+    override = GateOverride.objects.create(
+        phase=phases[0], criterion="libraries_compared", reason=f"{SECRET} by hand", by=a_admin,
+        expires_at=timezone.now() + timedelta(days=30),
+    )  # fmt: skip
     # The roadmap records when a phase's state changes on the first read of it (roadmap.gates):
     # read once here, so that a later read changes nothing and a change means a write.
     roadmap_state(project)
@@ -336,6 +343,7 @@ def _world() -> dict[str, Any]:
         "alerts": alerts,
         "tuned": tuned,
         "phase": phases[0],
+        "override": override,
         "user": a_admin,
         "a_admin": a_admin,
         "a_viewer": a_viewer,

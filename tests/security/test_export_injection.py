@@ -83,7 +83,11 @@ def _unescaped_pipes(line: str) -> int:
     return len(re.findall(r"(?<!\\)\|", line))
 
 
-def test_the_roadmap_markdown_report_shows_user_text_as_literal_text(api, team):
+def test_the_roadmap_markdown_report_shows_user_text_as_literal_text(api, team, user):
+    from teams.choices import Role
+    from teams.models import Membership
+
+    Membership.objects.filter(team=team, user=user).update(role=Role.ADMIN)  # overrides
     project = make_project(team, name="Mine\n# Owned\n[click](http://evil.example)")
     project.current_platform = "<img src=x onerror=alert(1)>"
     project.target_gpus = ["MI300X | extra cell", "*bold*"]
