@@ -142,6 +142,19 @@ class Facts:
         return {a.question: a for a in ChecklistAnswer.objects.filter(project=self.project)}
 
     @cached_property
+    def benchmark_sides(self) -> dict[str, Job]:
+        """The newest succeeded blas-bench job of the current GPU (any vendor but AMD) and
+        of an AMD candidate, where each exists."""
+        sides: dict[str, Job] = {}
+        for job in self.of_kinds([blas_bench.KIND.name]):
+            env = job.environment
+            if env is None or not env.gpu_vendor or not env.gpu_model:
+                continue
+            side = "candidate" if env.gpu_vendor.lower() == "amd" else "current"
+            sides.setdefault(side, job)
+        return sides
+
+    @cached_property
     def libraries_comparison(self) -> Verdict:
         return _compare_libraries(self)
 
@@ -219,49 +232,58 @@ def libraries_compared(f: Facts) -> Verdict:
 
 
 def _compare_libraries(f: Facts) -> Verdict:
+    """The current GPU (not AMD) and an AMD candidate, each's newest blas-bench within
+    ROCPATH_EVIDENCE_MAX_AGE_DAYS, measured on throughput cases in common: two NVIDIA
+    models, a year-old run or bandwidth rows alone open no gate."""
+    sides = f.benchmark_sides
     jobs = f.of_kinds([blas_bench.KIND.name])
-    by_gpu: dict[str, list[Job]] = {}
-    for job in jobs:
-        env = job.environment
-        if env is not None and env.gpu_model:
-            by_gpu.setdefault(env.gpu_model, []).append(job)
-    if len(by_gpu) < 2:
-        seen = ", ".join(sorted(by_gpu)) or "none"
+    if len(sides) < 2:
+        have = ", ".join(f"{side}: {job.environment.gpu_model}" for side, job in sides.items())
         return Verdict(
             FAILED,
-            f"Math-library benchmarks on {len(by_gpu)} GPU model(s) ({seen}); the current and "
-            "a candidate GPU are both needed.",
+            "Math-library benchmarks of the current GPU and an AMD candidate are both needed; "
+            f"measured: {have or 'none'}.",
             tuple(_job_link(j) for j in jobs[:3]),
             fix=_submit_fix("Run blas-bench on the other GPU"),
         )
+    links = tuple(
+        _job_link(job, f"{job.environment.gpu_model}: job {job.pk}") for job in sides.values()
+    )
+    limit = settings.ROCPATH_EVIDENCE_MAX_AGE_DAYS
+    for side, job in sides.items():
+        age = (f.now - (job.finished_at or job.created_at)).days
+        if age > limit:
+            return Verdict(
+                FAILED,
+                f"The {side} GPU's newest benchmark (job {job.pk}) is {age} days old, older "
+                f"than {limit} (ROCPATH_EVIDENCE_MAX_AGE_DAYS): run it again.",
+                links,
+                fix=_submit_fix("Run blas-bench again"),
+            )
     from jobs.models import Measurement
     from results.services import case_key
 
-    newest = {gpu: group[0] for gpu, group in by_gpu.items()}
-    keys: dict[str, set] = {}
-    for gpu, job in newest.items():
-        keys[gpu] = {
-            (m.benchmark, case_key(m.case), m.metric)
-            for m in Measurement.objects.filter(job=job).only("benchmark", "case", "metric")
+    cases = {
+        side: {
+            (m.benchmark, case_key(m.case))
+            for m in Measurement.objects.filter(job=job, metric="throughput").only(
+                "benchmark", "case"
+            )
         }
-    gpus = sorted(newest)
-    for i, a in enumerate(gpus):
-        for b in gpus[i + 1 :]:
-            common = keys[a] & keys[b]
-            if common:
-                return Verdict(
-                    PASSED,
-                    f"{a} and {b} measured on {len(common)} cases in common.",
-                    (
-                        _job_link(newest[a], f"{a}: job {newest[a].pk}"),
-                        _job_link(newest[b], f"{b}: job {newest[b].pk}"),
-                    ),
-                )
+        for side, job in sides.items()
+    }
+    common = cases["current"] & cases["candidate"]
+    cur, cand = sides["current"].environment.gpu_model, sides["candidate"].environment.gpu_model
+    if not common:
+        return Verdict(
+            FAILED,
+            f"{cur} and {cand} share no throughput case (bandwidth, time or power rows do "
+            "not compare compute): run the same GEMM params on both.",
+            links,
+            fix=_submit_fix("Run the same blas-bench params"),
+        )
     return Verdict(
-        FAILED,
-        f"Benchmarks on {', '.join(gpus)}, but no case in common: run the same params on both.",
-        tuple(_job_link(j) for j in newest.values()),
-        fix=_submit_fix("Run the same blas-bench params"),
+        PASSED, f"{cur} and {cand} measured on {len(common)} throughput cases in common.", links
     )
 
 

@@ -17,7 +17,6 @@ from django.urls import reverse
 
 from roadmap.checklist import NO, evaluate
 from roadmap.criteria import NEEDS_DECISION, Facts, Link
-from stack.kinds import blas_bench
 
 ROCM, CUDA, UNDECIDED = "rocm", "cuda", "undecided"
 TITLES = {ROCM: "Use ROCm", CUDA: "Stay on CUDA", UNDECIDED: "Not yet decidable"}
@@ -109,14 +108,7 @@ def performance_ratio(facts: Facts) -> dict | None:
     from jobs.models import Measurement
     from results.services import case_key
 
-    jobs = facts.of_kinds([blas_bench.KIND.name])
-    newest: dict[str, object] = {}
-    for job in jobs:
-        env = job.environment
-        if env is None or not env.gpu_vendor:
-            continue
-        side = "candidate" if env.gpu_vendor.lower() == "amd" else "current"
-        newest.setdefault(side, job)
+    newest = facts.benchmark_sides
     if len(newest) < 2:
         return None
     rows: dict[str, dict] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -124,3 +125,52 @@ def compile_job(
         image=image,
         summary={"per_target": per_target},
     )
+
+
+H200 = Path(__file__).resolve().parents[2] / "docs" / "results" / "blas-bench-h200.json"
+
+
+def h200_document() -> dict:
+    """The real blas-bench result document of an H200 run (docs/results)."""
+    return json.loads(H200.read_text())
+
+
+def derived(
+    document: dict,
+    factors: dict[str, float] | None = None,
+    default: float = 1.0,
+    *,
+    vendor: str = "amd",
+    model: str = "AMD Instinct MI300X",
+    arch: str = "gfx942",
+) -> dict:
+    """The same cases on another GPU: throughput (and % of peak, samples too) scaled by a
+    factor per precision, the environment's GPU renamed. A synthetic candidate with the
+    keys a real run writes."""
+    doc = copy.deepcopy(document)
+    doc["environment"]["gpus"] = [
+        {**doc["environment"]["gpus"][0], "vendor": vendor, "model": model, "arch": arch,
+         "uuid": f"GPU-derived-{model}"}
+    ]  # fmt: skip
+    for m in doc["measurements"]:
+        if m["metric"] in ("throughput", "pct_of_peak"):
+            factor = (factors or {}).get(m["case"].get("precision"), default)
+            m["value"] *= factor
+            m["samples"] = [v * factor for v in m["samples"]]
+    return doc
+
+
+def ingest(project, document: dict):
+    """A blas-bench job of the project that ran and handed back ``document``: stored by the
+    worker's own ingest."""
+    from django.db import transaction
+
+    from jobs.services.ingest import ingest_result
+
+    job = make_job(project.team, project=project, kind=blas_bench.KIND.name,
+                   status=JobStatus.RUNNING, worker="w@h")  # fmt: skip
+    with transaction.atomic():
+        ingest_result(job, document, None, exit_code=0)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    return job

@@ -16,7 +16,10 @@ from tests.factories import make_job
 from tests.roadmap.conftest import (
     benchmark,
     compile_job,
+    derived,
     environment,
+    h200_document,
+    ingest,
     ready_source,
     real_scan,
     scan,
@@ -56,10 +59,10 @@ def test_libraries_compared_needs_two_gpus_with_a_case_in_common(project):
     amd = environment("amd", "AMD Instinct MI300X")
     benchmark(project, amd, {2048: 500.0})
     v = verdict("libraries_compared", project)
-    assert v.status == FAILED and "no case in common" in v.detail
+    assert v.status == FAILED and "share no throughput case" in v.detail
     benchmark(project, amd, {4096: 700.0})
     v = verdict("libraries_compared", project)
-    assert v.status == PASSED and "1 cases in common" in v.detail
+    assert v.status == PASSED and "1 throughput cases in common" in v.detail
 
 
 def test_compile_must_pass_for_every_target_of_the_project(project):
@@ -210,3 +213,35 @@ def test_a_scan_from_before_api_groups_is_not_available_and_says_scan_again(proj
     scan(project, ready_source(project), unsupported=2)
     v = verdict("unsupported_apis_decided", project)
     assert v.status == UNAVAILABLE and "scan again" in v.detail
+
+
+# --- the evidence rules, on the real H200 document and candidates derived from it ---------
+def test_two_nvidia_models_open_no_comparison_gate(project):
+    document = h200_document()
+    ingest(project, document)
+    ingest(project, derived(document, vendor="nvidia", model="NVIDIA H100 80GB HBM3"))
+    v = verdict("libraries_compared", project)
+    assert v.status == FAILED and "AMD candidate" in v.detail
+
+
+def test_a_stale_benchmark_opens_no_comparison_gate(project, settings):
+    document = h200_document()
+    old = ingest(project, document)
+    ingest(project, derived(document))
+    assert verdict("libraries_compared", project).status == PASSED
+    old.finished_at = timezone.now() - timedelta(days=settings.ROCPATH_EVIDENCE_MAX_AGE_DAYS + 1)
+    old.save(update_fields=["finished_at"])
+    v = verdict("libraries_compared", project)
+    assert v.status == FAILED and "days old" in v.detail
+
+
+def test_bandwidth_rows_alone_open_no_comparison_gate(project):
+    document = h200_document()
+    document["measurements"] = [
+        m for m in document["measurements"] if m["benchmark"] == "bandwidth"
+    ]
+    assert {m["metric"] for m in document["measurements"]} >= {"bandwidth", "time"}
+    ingest(project, document)
+    ingest(project, derived(document))
+    v = verdict("libraries_compared", project)
+    assert v.status == FAILED and "share no throughput case" in v.detail

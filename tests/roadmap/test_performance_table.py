@@ -5,65 +5,31 @@ peak) against a candidate derived from it (issue 38: one implausible case decide
 
 from __future__ import annotations
 
-import copy
-import json
 import math
-from pathlib import Path
 
 import pytest
-from django.db import transaction
 from django.utils import timezone
 
-from jobs.choices import JobStatus
-from jobs.services.ingest import ingest_result
 from results.services import case_key
 from roadmap.criteria import Facts
 from roadmap.models import DecisionContext
 from roadmap.recommend import PLAUSIBLE_PCT_OF_PEAK, performance_ratio
 from roadmap.report import markdown, roadmap_document
-from stack.kinds import blas_bench
-from tests.factories import make_job, make_project
+from tests.factories import make_project
+from tests.roadmap.conftest import derived, h200_document, ingest
 
 pytestmark = pytest.mark.django_db
 
-H200 = Path(__file__).resolve().parents[2] / "docs" / "results" / "blas-bench-h200.json"
 FLOAT_RATIO = 0.85  # the candidate's float GEMMs: 15 % slower
 INT8_RATIO = 3.0  # and INT8 three times as fast, where the H200 measured 6 % of its peak
-
-
-def _candidate(document: dict) -> dict:
-    """The same cases on an "MI300X": float throughput x0.85, INT8 x3 (samples too)."""
-    doc = copy.deepcopy(document)
-    doc["environment"]["gpus"] = [
-        {**doc["environment"]["gpus"][0], "vendor": "amd", "model": "AMD Instinct MI300X",
-         "arch": "gfx942", "uuid": "GPU-mi300x-derived"}
-    ]  # fmt: skip
-    for m in doc["measurements"]:
-        if m["metric"] in ("throughput", "pct_of_peak"):
-            factor = INT8_RATIO if m["case"].get("precision") == "int8" else FLOAT_RATIO
-            m["value"] *= factor
-            m["samples"] = [v * factor for v in m["samples"]]
-    return doc
-
-
-def _ingest(project, document: dict):
-    job = make_job(project.team, project=project, kind=blas_bench.KIND.name,
-                   status=JobStatus.RUNNING, worker="w@h")  # fmt: skip
-    with transaction.atomic():
-        ingest_result(job, document, None, exit_code=0)
-    job.refresh_from_db()
-    assert job.status == JobStatus.SUCCEEDED, job.error
-    job.finished_at = timezone.now()
-    job.save(update_fields=["finished_at"])
-    return job
 
 
 @pytest.fixture
 def project(team):
     project = make_project(team, "llm")
-    document = json.loads(H200.read_text())
-    _ingest(project, document)
-    _ingest(project, _candidate(document))
+    document = h200_document()
+    ingest(project, document)
+    ingest(project, derived(document, {"int8": INT8_RATIO}, FLOAT_RATIO))
     return project
 
 
@@ -87,7 +53,7 @@ def test_cases_below_the_plausibility_floor_are_flagged_and_left_out(project):
     # the document measured twice counts once).
     throughput = {
         (m["benchmark"], case_key(m["case"]))
-        for m in json.loads(H200.read_text())["measurements"]
+        for m in h200_document()["measurements"]
         if m["metric"] == "throughput"
     }
     assert perf["cases"] + perf["flagged"] == len(throughput)
