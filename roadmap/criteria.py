@@ -498,15 +498,23 @@ def alert_channel_tested(f: Facts) -> Verdict:
         return Verdict(
             FAILED, "No alert channel (webhook or e-mail) is configured.", fix=alerts_page
         )
+    # Only a delivery to a channel configured now counts: replacing a webhook URL or the
+    # recipients resets the criterion until the new channel has been reached once.
+    current = [*configured.webhook_urls]
+    if configured.emails:
+        current.append(",".join(configured.emails))
     delivered = (
-        Delivery.objects.filter(alert__project=f.project, status=DeliveryStatus.DELIVERED)
+        Delivery.objects.filter(
+            alert__project=f.project, status=DeliveryStatus.DELIVERED, target__in=current
+        )
         .order_by("-delivered_at")
         .first()
     )
     if delivered is None:
         return Verdict(
             FAILED,
-            "A channel is configured, but no alert was delivered yet: send a test.",
+            "A channel is configured, but nothing was delivered to it yet (deliveries to "
+            "channels since replaced do not count): send a test.",
             fix=alerts_page,
         )
     return Verdict(
@@ -525,6 +533,15 @@ def metrics_scraped(f: Facts) -> Verdict:
             FAILED,
             "/metrics was never scraped: set ROCPATH_METRICS_TOKEN or ROCPATH_METRICS_ALLOW "
             "and point Prometheus at it (docs/metrics.md).",
+        )
+    # /metrics is the deployment's, not one project's: what a gate can ask is that
+    # monitoring sees the service now, not that it once did.
+    age = f.now - seen.at
+    if age > timedelta(days=1):
+        return Verdict(
+            FAILED,
+            f"/metrics was last scraped {age.days} day(s) ago ({seen.at:%Y-%m-%d %H:%M} UTC): "
+            "monitoring no longer sees the service.",
         )
     return Verdict(PASSED, f"/metrics last scraped at {seen.at:%Y-%m-%d %H:%M} UTC.")
 

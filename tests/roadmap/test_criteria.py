@@ -167,6 +167,45 @@ def test_an_alert_channel_passes_once_an_alert_was_delivered(project):
     assert verdict("alert_channel_tested", project).status == PASSED
 
 
+@pytest.mark.process  # a real receiver on 127.0.0.1
+@pytest.mark.django_db(transaction=True)
+def test_replacing_the_alert_channel_resets_the_criterion_until_the_new_one_is_reached(
+    project, settings
+):
+    from results import alerts
+    from results.alert_models import AlertEvent, AlertSettings, Delivery
+    from tests.results.receiver import receiver
+
+    settings.ROCPATH_WEBHOOK_HOST_ALLOW = ["127.0.0.1/32"]
+    with receiver() as first, receiver() as second:
+        alerts.save_settings(project, webhook_urls=[first.url], emails=[], events=[AlertEvent.TEST])
+        config = AlertSettings.objects.get(project=project)
+        alerts.send_test(config)
+        for delivery in Delivery.objects.filter(alert__project=project):
+            alerts.deliver(delivery.pk)  # what the alert worker does with the queued try
+        assert verdict("alert_channel_tested", project).status == PASSED
+        alerts.save_settings(
+            project, webhook_urls=[second.url], emails=[], events=[AlertEvent.TEST]
+        )
+        v = verdict("alert_channel_tested", project)
+        assert v.status == FAILED and "since replaced" in v.detail
+        alerts.send_test(AlertSettings.objects.get(project=project))
+        for delivery in Delivery.objects.filter(alert__project=project, target=second.url):
+            alerts.deliver(delivery.pk)
+        assert verdict("alert_channel_tested", project).status == PASSED
+
+
+def test_a_scrape_a_day_old_no_longer_counts(project, settings, client):
+    from results.models import MetricsScrape
+
+    settings.ROCPATH_METRICS_TOKEN = "scrape-token-for-tests"
+    client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-for-tests")
+    assert verdict("metrics_scraped", project).status == PASSED
+    MetricsScrape.objects.filter(pk=1).update(at=timezone.now() - timedelta(days=2))
+    v = verdict("metrics_scraped", project)
+    assert v.status == FAILED and "no longer sees" in v.detail
+
+
 def test_metrics_pass_once_a_scrape_succeeded(project, settings, client):
     assert verdict("metrics_scraped", project).status == FAILED
     settings.ROCPATH_METRICS_TOKEN = "scrape-token-for-tests"
