@@ -135,7 +135,9 @@ def roadmap_state(project: Any, facts: Facts | None = None) -> list[PhaseState]:
 
 
 def _record_dates(phase: Phase, status: str) -> None:
-    """The actual start and end, written the first time the phase is seen active / done."""
+    """The actual start and end follow the status both ways: written when the phase is
+    first seen active / done, the end cleared when its gate closes again, both cleared
+    when the gate before it closes (the phase has not started after all)."""
     today = timezone.localdate()
     fields = {}
     if status in (PhaseStatus.ACTIVE, PhaseStatus.DONE) and phase.actual_start is None:
@@ -144,6 +146,10 @@ def _record_dates(phase: Phase, status: str) -> None:
         fields["actual_end"] = today
     if status == PhaseStatus.ACTIVE and phase.actual_end is not None:
         fields["actual_end"] = None  # a gate that closed again (new code, a failed check)
+    if status == PhaseStatus.NOT_STARTED:
+        fields.update(
+            {name: None for name in ("actual_start", "actual_end") if getattr(phase, name)}
+        )
     if fields:
         Phase.objects.filter(pk=phase.pk).update(**fields)
         for k, v in fields.items():

@@ -151,3 +151,20 @@ def test_a_task_with_a_kind_takes_its_state_from_the_jobs(project):
         finished_at=timezone.now(),
     )
     assert scan_task().state == "done"
+
+
+def test_dates_follow_the_status_both_ways(project):
+    phase = ensure_roadmap(project)[0]
+    lead = admin_of(project)
+    names = [c.criterion.name for c in roadmap_state(project)[0].criteria]
+    overrides = [
+        override_gate(phase, name, "assessed by hand in the kickoff workshop", lead)
+        for name in names
+    ]
+    states = roadmap_state(project)
+    assert states[0].phase.actual_end is not None and states[1].phase.actual_start is not None
+    revoke_override(overrides[0], lead)  # phase 1's gate closes again
+    states = roadmap_state(project)
+    assert states[0].status == PhaseStatus.ACTIVE and states[0].phase.actual_end is None
+    assert states[1].status == PhaseStatus.NOT_STARTED
+    assert states[1].phase.actual_start is None and states[1].phase.actual_end is None
