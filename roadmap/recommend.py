@@ -17,10 +17,15 @@ from django.urls import reverse
 
 from roadmap.checklist import NO, evaluate
 from roadmap.criteria import NEEDS_DECISION, Facts, Link
+from stack.hipify.families import HOURS_PER_DAY
 
 ROCM, CUDA, UNDECIDED = "rocm", "cuda", "undecided"
 TITLES = {ROCM: "Use ROCm", CUDA: "Stay on CUDA", UNDECIDED: "Not yet decidable"}
-HOURS_PER_WEEK = 40
+# One hours convention everywhere (the scan's estimate, the window, the report): a
+# person-day is HOURS_PER_DAY focused porting hours (stack.hipify.families), a week five
+# of them. Weighing 6-h person-days against a 40-h week overstated the window by a third.
+DAYS_PER_WEEK = 5
+HOURS_PER_WEEK = DAYS_PER_WEEK * HOURS_PER_DAY
 # NVIDIA-only technology, as a real scan records it (stack.hipify): API groups HIP lacks
 # (``api_groups[].api`` / ``top_apis[].identifier``, by name prefix), and the hazard rules
 # that find what hipify neither converts nor flags (``hazards.rules[].name``).
@@ -248,8 +253,10 @@ def recommend(facts: Facts) -> Recommendation:
         rec.reasons.append(
             Reason(
                 CUDA,
-                f"The porting estimate, {hours:g} h, exceeds the {capacity:g} h "
-                "the team has in its window.",
+                f"The porting estimate, {hours:g} h ({hours / HOURS_PER_DAY:.1f} person-days "
+                f"of {HOURS_PER_DAY:g} h), exceeds the {capacity:g} h the team has in its "
+                f"window ({context.time_window_weeks} weeks x {context.engineers or 1} "
+                f"engineers x {DAYS_PER_WEEK} days x {HOURS_PER_DAY:g} h).",
                 scan_link,
                 "effort",
             )
@@ -262,7 +269,10 @@ def recommend(facts: Facts) -> Recommendation:
         rec.reasons.append(
             Reason(
                 ROCM,
-                f"The porting estimate, {hours:g} h, fits the {capacity:g} h the team has.",
+                f"The porting estimate, {hours:g} h ({hours / HOURS_PER_DAY:.1f} person-days "
+                f"of {HOURS_PER_DAY:g} h), fits the {capacity:g} h the team has "
+                f"({context.time_window_weeks} weeks x {context.engineers or 1} engineers x "
+                f"{DAYS_PER_WEEK} days x {HOURS_PER_DAY:g} h).",
                 scan_link,
                 "effort",
             )
