@@ -237,7 +237,9 @@ class ReportView(APIView):
     )
     def get(self, request: Request, pk: int) -> HttpResponse:
         return HttpResponse(
-            markdown(roadmap_document(_project(request, pk))),
+            markdown(
+                roadmap_document(_project(request, pk)), base=request.build_absolute_uri("/")[:-1]
+            ),
             content_type="text/markdown; charset=utf-8",
         )
 

@@ -197,7 +197,7 @@ STATUS_WORDS = {
 }
 
 
-def markdown(doc: dict[str, Any]) -> str:
+def markdown(doc: dict[str, Any], base: str = "") -> str:
     """The report as Markdown: what a manager reads, every figure with its source job.
 
     Every text from the data goes through ``md``: names, notes and reasons are the
@@ -239,6 +239,10 @@ def markdown(doc: dict[str, Any]) -> str:
         out += ["", f"### Phase {ph['number']}: {md(ph['title'])}", "", "Exit criteria:", ""]
         for c in ph["criteria"]:
             line = f"- **{md(c['title'])}**: {STATUS_WORDS[c['status']]}. {md(c['detail'])}"
+            if c["evidence"]:
+                line += " Evidence: " + ", ".join(
+                    f"[{md(e['label'])}]({base}{e['url']})" for e in c["evidence"]
+                )
             if c["override"]:
                 o = c["override"]
                 until = f" until {str(o['expires_at'])[:10]}" if o["expires_at"] else ""

@@ -75,6 +75,11 @@ def test_the_team_weighs_the_workloads_and_the_summary_follows(project):
 
 
 def test_the_report_shows_the_table_with_intervals_and_dates(project):
-    text = markdown(roadmap_document(project))
+    text = markdown(roadmap_document(project), base="https://rocpath.example")
     assert "| gemm bf16 |" in text and "95 %" in text
+    # Every criterion that passed on data names its evidence, linked.
+    compared = next(line for line in text.splitlines() if "Math libraries measured" in line)
+    assert (
+        "Evidence: [NVIDIA H200: job" in compared and "(https://rocpath.example/jobs/" in compared
+    )
     assert timezone.now().date().isoformat() in text
