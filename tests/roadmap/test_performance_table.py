@@ -80,6 +80,7 @@ def test_the_report_shows_the_table_with_intervals_and_dates(project):
     # Every criterion that passed on data names its evidence, linked.
     compared = next(line for line in text.splitlines() if "Math libraries measured" in line)
     assert (
-        "Evidence: [AMD Instinct MI300X: job" in compared and "(https://rocpath.example/jobs/" in compared
+        "Evidence: [AMD Instinct MI300X: job" in compared
+        and "(https://rocpath.example/jobs/" in compared
     )
     assert timezone.now().date().isoformat() in text
