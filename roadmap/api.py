@@ -28,6 +28,7 @@ from roadmap.gates import (
     revoke_override,
 )
 from roadmap.models import ChecklistAnswer, GateOverride, Phase
+from roadmap.plan import ensure_roadmap
 from roadmap.report import markdown, roadmap_document
 from teams.access import can_write, projects_for
 
@@ -81,8 +82,8 @@ class RoadmapView(APIView):
                                 {
                                     "name": "scan_of_current_code",
                                     "status": "passed",
-                                    "detail": "Scan 41 of source 9: 12 unsupported "
-                                    "references in code.",
+                                    "detail": "Scan 41 of source 9: 12 references in "
+                                    "code to APIs HIP lacks.",
                                 }
                             ],
                         }
@@ -122,6 +123,7 @@ class OverrideView(APIView):
         project = _project(request, pk, write=True)
         data = OverrideSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        ensure_roadmap(project)  # an override may come before anyone read the roadmap
         phase = get_object_or_404(Phase, project=project, number=data.validated_data["phase"])
         try:
             o = override_gate(

@@ -7,8 +7,10 @@
 #   scripts/test.sh --fast     the in-process tier (make test-fast): no subprocess, no
 #                              server, no container, no browser; the test databases are
 #                              kept between runs (--reuse-db), one per xdist worker
-#   scripts/test.sh --sqlite   the page and API families' in-process tests again on SQLite,
-#                              the embedded defaults' database (make test runs it too)
+#   scripts/test.sh --sqlite   the page and API families' tests again on SQLite, the embedded
+#                              defaults' database (make test runs it too): in-process ones and
+#                              those that run a tool (``process``: a real scan's hipify-perl
+#                              tables, a git clone), no worker, server, container or browser
 # Other arguments go to pytest as they are.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +29,8 @@ elif [ "${1:-}" = "--sqlite" ]; then
     trap 'rm -rf "$sqlite_dir"' EXIT
     export DATABASE_URL="sqlite:///$sqlite_dir/rocpath.sqlite3"
     unset ROCPATH_TEST_DB
-    args=(-m "$(fast_tier)" -n "${ROCPATH_TEST_WORKERS:-auto}")
+    args=(-m "not (integration or browser or containers or faults or slow)"
+        -n "${ROCPATH_TEST_WORKERS:-auto}")
     case " $* " in *" tests"*) ;; *) args+=("${SQLITE_FAMILIES[@]}") ;; esac
 elif [ $# -eq 0 ]; then
     args=(-n "${ROCPATH_TEST_WORKERS:-auto}" --dist loadgroup --durations=30)
