@@ -65,7 +65,7 @@ def _override(page, phase: int, criterion: str, reason: str) -> None:
 def test_a_team_walks_phase_one_and_opens_phase_two(page, tmp_path):
     team = make_team("Climate")
     user = make_user("ines", password="correct horse battery")
-    add_member(team, user, Role.MEMBER)
+    add_member(team, user, Role.ADMIN)  # an admin: it overrides a gate
     _archive(tmp_path / "code.tar.gz")
 
     sign_in(page, "ines", "correct horse battery")
