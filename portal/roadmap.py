@@ -8,6 +8,7 @@ answers, the team's context, planned dates, the team's own tasks) and render.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -35,7 +36,44 @@ from roadmap.report import markdown, roadmap_document
 from teams.access import can_write, projects_for
 
 
+class WeightsField(forms.CharField):
+    """``workload=weight`` pairs, one per line or comma-separated ("gemm bf16=3, gemm int8=0"):
+    how much each measured workload weighs in the performance summary; unnamed ones 1."""
+
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, dict):
+            return "\n".join(f"{k}={v:g}" for k, v in value.items())
+        return super().prepare_value(value)
+
+    def to_python(self, value: Any) -> dict[str, float]:
+        text = super().to_python(value) or ""
+        weights: dict[str, float] = {}
+        for item in text.replace("\n", ",").split(","):
+            if not item.strip():
+                continue
+            name, sep, number = item.partition("=")
+            try:
+                weight = float(number)
+            except ValueError:
+                weight = -1.0
+            if not sep or not name.strip() or not 0 <= weight <= 100 or len(weights) >= 64:
+                raise forms.ValidationError(
+                    f"{item.strip()[:80]!r}: write workload=weight, a weight from 0 to 100 "
+                    '(e.g. "gemm bf16=3"), at most 64 of them'
+                )
+            weights[" ".join(name.split())[:80]] = weight
+        return weights
+
+
 class ContextForm(forms.ModelForm):
+    workload_weights = WeightsField(
+        required=False,
+        label="Workload weights",
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "gemm bf16=3\ngemm int8=0"}),
+        help_text="how much each measured workload (benchmark and precision) weighs in the "
+        "performance summary; unnamed ones weigh 1, 0 leaves one out",
+    )
+
     class Meta:
         model = DecisionContext
         fields = [
@@ -48,6 +86,7 @@ class ContextForm(forms.ModelForm):
             "budget_limited",
             "current_gpu_price",
             "candidate_gpu_price",
+            "workload_weights",
         ]
         # Django would label them from the names ("Multi gpu", "Current gpu price").
         labels = {

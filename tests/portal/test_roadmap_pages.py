@@ -183,3 +183,22 @@ def test_the_project_home_shows_the_phases_and_the_next_actions(setup):
     html = clients["member"].get(f"/projects/{project.pk}/").content.decode()
     assert 'id="roadmap-summary"' in html and "Next actions in phase 1" in html
     assert 'data-next="scan_of_current_code"' in html
+
+
+def test_the_team_sets_its_workload_weights_and_bad_ones_are_refused(setup):
+    from roadmap.models import DecisionContext
+
+    project, clients = setup
+    url = f"/projects/{project.pk}/roadmap/context/"
+    clients["member"].post(
+        url, {"time_window_weeks": 6, "workload_weights": "gemm bf16=3\ngemm int8=0"}
+    )
+    assert DecisionContext.objects.get(project=project).workload_weights == {
+        "gemm bf16": 3.0,
+        "gemm int8": 0.0,
+    }
+    page = clients["member"].get(f"/projects/{project.pk}/roadmap/").content.decode()
+    assert "gemm bf16=3" in page
+    refused = clients["member"].post(url, {"workload_weights": "gemm bf16=lots"}, follow=True)
+    assert "Not saved" in refused.content.decode()
+    assert DecisionContext.objects.get(project=project).workload_weights["gemm bf16"] == 3.0
