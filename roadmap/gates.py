@@ -21,6 +21,7 @@ from jobs.choices import JobStatus
 from roadmap.criteria import OPEN, UNAVAILABLE, Criterion, Facts, Verdict, for_phase
 from roadmap.models import GateOverride, Phase, PhaseStatus
 from roadmap.plan import PLANS, ensure_roadmap, kinds_serving
+from stack.kinds import RoadmapTask
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,25 @@ class PhaseState:
         return [c for c in self.criteria if not c.open]
 
 
-def _task_state(task: Any, facts: Facts, jobs_by_kind: dict[str, list]) -> TaskState:
+# The exit criteria that say a task's work is done. A task without one is done when a job
+# of a kind serving it succeeded; with one, only when the criterion holds now: a scan of
+# last month's code, or a benchmark of one GPU, is not the task done.
+TASK_CRITERIA: dict[str, tuple[str, ...]] = {
+    RoadmapTask.ASSESS_PORTING: ("scan_of_current_code",),
+    RoadmapTask.BENCHMARK_LIBRARIES: ("libraries_compared",),
+    RoadmapTask.PORT_KERNELS: ("compile_passes_every_target", "unsupported_zero_or_decided"),
+    RoadmapTask.DEV_ENVIRONMENT: ("converted_code_builds_in_image",),
+    RoadmapTask.FIND_BOTTLENECKS: ("profile_exists",),
+    RoadmapTask.TUNE_KERNELS: ("tuned_within_10_percent",),
+    RoadmapTask.MULTI_GPU: ("collectives_measured",),
+    RoadmapTask.MONITORING: ("alert_channel_tested", "metrics_scraped"),
+    RoadmapTask.BASELINE: ("baseline_set",),
+}
+
+
+def _task_state(
+    task: Any, facts: Facts, jobs_by_kind: dict[str, list], verdicts: dict[str, Verdict]
+) -> TaskState:
     if not task.key:
         return TaskState(task, [], "done" if task.done_at else "todo", None)
     kinds = [k.name for k in kinds_serving(task.key)]
@@ -72,6 +91,17 @@ def _task_state(task: Any, facts: Facts, jobs_by_kind: dict[str, list]) -> TaskS
     )
     if not jobs:
         return TaskState(task, kinds, "todo", None)
+    names = [n for n in TASK_CRITERIA.get(str(task.key), ()) if n in verdicts]
+    if names:
+        newest = jobs[0]
+        if all(verdicts[n].status in OPEN for n in names):
+            done = next((j for j in jobs if j.status == JobStatus.SUCCEEDED), newest)
+            return TaskState(task, kinds, "done", done)
+        if newest.status in (JobStatus.PENDING, JobStatus.QUEUED, JobStatus.RUNNING):
+            return TaskState(task, kinds, "running", newest)
+        if newest.status != JobStatus.SUCCEEDED:
+            return TaskState(task, kinds, "failed", newest)
+        return TaskState(task, kinds, "todo", newest)
     if any(j.status == JobStatus.SUCCEEDED for j in jobs):
         return TaskState(
             task, kinds, "done", next(j for j in jobs if j.status == JobStatus.SUCCEEDED)
@@ -117,8 +147,9 @@ def roadmap_state(project: Any, facts: Facts | None = None) -> list[PhaseState]:
             state.criteria.append(
                 CriterionState(criterion, verdict, overrides.get((phase.pk, criterion.name)))
             )
+        verdicts = {c.criterion.name: c.verdict for c in state.criteria}
         state.tasks = [
-            _task_state(t, facts, jobs_by_kind) for t in tasks_by_phase.get(phase.pk, [])
+            _task_state(t, facts, jobs_by_kind, verdicts) for t in tasks_by_phase.get(phase.pk, [])
         ]
         if phase.status == PhaseStatus.BLOCKED:
             state.status = PhaseStatus.BLOCKED

@@ -143,13 +143,20 @@ def test_a_task_with_a_kind_takes_its_state_from_the_jobs(project):
         finished_at=timezone.now(),
     )
     assert scan_task().state == "failed"
+    old = ready_source(project)
     make_job(
         project.team,
         project=project,
+        source=old,
         kind=hipify_scan.KIND.name,
         status=JobStatus.SUCCEEDED,
         finished_at=timezone.now(),
     )
+    assert scan_task().state == "done"
+    # New code of the same lineage: the scan of the old code no longer does the task.
+    current = ready_source(project)
+    assert scan_task().state == "todo"
+    scan(project, current)
     assert scan_task().state == "done"
 
 
