@@ -72,6 +72,11 @@ class AdoptionProject(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     current_lineage_at = models.DateTimeField(null=True, blank=True)
+    # A newer source of the current lineage in which a scan finds no CUDA at all (after
+    # sources that had some) is the current code only once an admin confirmed it.
+    confirmed_source = models.ForeignKey(
+        "portal.SourceSnapshot", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

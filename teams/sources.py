@@ -529,23 +529,60 @@ def newest_source(project: AdoptionProject) -> SourceSnapshot | None:
     return project.sources.filter(status=SourceSnapshot.Status.READY).first()
 
 
+def _cuda_refs_by_source(project: AdoptionProject) -> dict[int, int]:
+    """The CUDA references the newest succeeded scan of each source found."""
+    from jobs.choices import JobStatus
+    from jobs.models import Job
+    from stack.kinds import hipify_scan
+
+    found: dict[int, int] = {}
+    scans = Job.objects.filter(
+        project=project, kind=hipify_scan.KIND.name, status=JobStatus.SUCCEEDED
+    ).order_by("-finished_at", "-id")
+    for source_id, summary in scans.values_list("source_id", "summary"):
+        if source_id is not None and source_id not in found:
+            totals = (summary or {}).get("totals") or {}
+            found[source_id] = int(totals.get("cuda_refs") or 0)
+    return found
+
+
+def _current(project: AdoptionProject) -> tuple[SourceSnapshot | None, list[SourceSnapshot]]:
+    """The current code, and the newer sources of its lineage held back from it: one in
+    which a scan finds no CUDA reference, after sources in which one found some, waits
+    for an admin's confirmation (a plain-C tree uploaded under the CUDA code's name)."""
+    lineage = current_lineage(project)
+    mine = [
+        s
+        for s in project.sources.filter(status=SourceSnapshot.Status.READY)  # newest first
+        if s.lineage_key == lineage
+    ]
+    refs = _cuda_refs_by_source(project) if len(mine) > 1 else {}
+    held = []
+    for n, source in enumerate(mine):
+        had_cuda = any(refs.get(older.pk, 0) > 0 for older in mine[n + 1 :])
+        if refs.get(source.pk) == 0 and had_cuda and project.confirmed_source_id != source.pk:
+            held.append(source)
+            continue
+        return source, held
+    return None, held
+
+
 def newest_ready(project: AdoptionProject) -> SourceSnapshot | None:
     """The current code: the newest ready source of the current lineage. A newer upload of
     another lineage (a plain-C util.c beside a 627-file CUDA tree) is not it until an
-    admin switches to it: it took the estimate from 1,370 h to 0 and the answer with it."""
-    lineage = current_lineage(project)
-    for source in project.sources.filter(status=SourceSnapshot.Status.READY):  # newest first
-        if source.lineage_key == lineage:
-            return source
-    return None
+    admin switches to it: it took the estimate from 1,370 h to 0 and the answer with it.
+    Nor is a newer source of the lineage in which a scan finds no CUDA at all, until an
+    admin confirms it."""
+    return _current(project)[0]
 
 
 def waiting_lineages(project: AdoptionProject) -> list[SourceSnapshot]:
-    """The newest ready source of each other lineage that is newer than the current code:
-    what an admin may switch to, shown as not (yet) the current code."""
-    current = newest_ready(project)
+    """What an admin may make the current code, shown as not (yet) it: the newest ready
+    source of each other lineage newer than the current code, and newer sources of the
+    current lineage held back because a scan finds no CUDA in them."""
+    current, held = _current(project)
     seen = {current.lineage_key} if current else set()
-    waiting = []
+    waiting = list(held)
     for source in project.sources.filter(status=SourceSnapshot.Status.READY):
         if current is not None and source.created_at <= current.created_at:
             break
@@ -570,7 +607,16 @@ def current_code(project: AdoptionProject) -> dict[str, Any]:
         ),
         "chosen_at": project.current_lineage_at,
         "waiting": [
-            {"source": s.pk, "lineage": s.lineage_key, "name": s.name}
+            {
+                "source": s.pk,
+                "lineage": s.lineage_key,
+                "name": s.name,
+                "why": (
+                    "a scan finds no CUDA in it"
+                    if source is not None and s.lineage_key == source.lineage_key
+                    else "another lineage"
+                ),
+            }
             for s in waiting_lineages(project)
         ],
     }
@@ -589,5 +635,6 @@ def switch_lineage(project: AdoptionProject, source: SourceSnapshot, user: Any) 
         current_lineage=source.lineage_key,
         current_lineage_by=user,
         current_lineage_at=timezone.now(),
+        confirmed_source=source,
     )
     project.refresh_from_db()

@@ -60,7 +60,9 @@ _CURRENT = {
     "source": 12,
     "chosen_by": None,
     "chosen_at": None,
-    "waiting": [{"source": 14, "lineage": "upload util", "name": "util.tar.gz"}],
+    "waiting": [
+        {"source": 14, "lineage": "upload util", "name": "util.tar.gz", "why": "another lineage"}
+    ],
 }
 
 

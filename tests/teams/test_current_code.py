@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from roadmap.criteria import Facts
 from roadmap.recommend import recommend
 from teams.choices import Role
-from teams.sources import newest_ready
+from teams.sources import current_code, newest_ready, switch_lineage
 from tests.factories import add_member, make_project, make_user
 from tests.roadmap.conftest import ready_source, real_scan
 
@@ -63,7 +63,12 @@ def test_a_plain_c_upload_of_another_lineage_moves_no_estimate_and_no_answer(pro
     shown = api.get(f"/api/v1/projects/{project.pk}/current-code/").json()
     assert shown["lineage"] == "upload solver" and shown["source"] == cuda.pk
     assert shown["waiting"] == [
-        {"source": util.pk, "lineage": "upload util", "name": "util.tar.gz"}
+        {
+            "source": util.pk,
+            "lineage": "upload util",
+            "name": "util.tar.gz",
+            "why": "another lineage",
+        }
     ]
 
 
@@ -83,3 +88,19 @@ def test_only_a_team_admin_switches_the_current_code(project, team, user):
     assert switched.json()["lineage"] == "upload util" and switched.json()["chosen_by"] == "lead"
     project.refresh_from_db()
     assert newest_ready(project) == util
+
+
+def test_a_plain_c_tree_uploaded_under_the_cuda_codes_name_waits_for_an_admin(project, team):
+    cuda = newest_ready(project)
+    before = recommend(Facts(project))
+    plain = _named(project, "solver.tar.gz")  # the same lineage: the name says so
+    real_scan(project, PLAIN_C, source=plain)
+    assert newest_ready(project) == cuda  # its scan finds no CUDA: held back
+    assert recommend(Facts(project)).verdict == before.verdict
+    shown = current_code(project)["waiting"]
+    assert shown == [{"source": plain.pk, "lineage": "upload solver", "name": "solver.tar.gz",
+                      "why": "a scan finds no CUDA in it"}]  # fmt: skip
+    admin = make_user("lead")
+    add_member(team, admin, Role.ADMIN)
+    switch_lineage(project, plain, admin)  # confirmed: the port removed the last CUDA
+    assert newest_ready(project) == plain
