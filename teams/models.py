@@ -152,6 +152,10 @@ class SourceSnapshot(models.Model):
             "(docs/hipify.md, 'Lineages')"
         ),
     )
+    # The CUDA references the newest succeeded scan of this source found (jobs.receivers
+    # writes it): a newer version of the code in which a scan finds none waits for an
+    # admin before it becomes the current code (teams.sources.newest_ready).
+    cuda_refs = models.PositiveIntegerField(null=True, blank=True)
     commit = models.CharField(max_length=64, blank=True)
     archive_sha256 = models.CharField(max_length=64, blank=True)
     file_count = models.PositiveIntegerField(default=0)

@@ -529,23 +529,6 @@ def newest_source(project: AdoptionProject) -> SourceSnapshot | None:
     return project.sources.filter(status=SourceSnapshot.Status.READY).first()
 
 
-def _cuda_refs_by_source(project: AdoptionProject) -> dict[int, int]:
-    """The CUDA references the newest succeeded scan of each source found."""
-    from jobs.choices import JobStatus
-    from jobs.models import Job
-    from stack.kinds import hipify_scan
-
-    found: dict[int, int] = {}
-    scans = Job.objects.filter(
-        project=project, kind=hipify_scan.KIND.name, status=JobStatus.SUCCEEDED
-    ).order_by("-finished_at", "-id")
-    for source_id, summary in scans.values_list("source_id", "summary"):
-        if source_id is not None and source_id not in found:
-            totals = (summary or {}).get("totals") or {}
-            found[source_id] = int(totals.get("cuda_refs") or 0)
-    return found
-
-
 def _current(project: AdoptionProject) -> tuple[SourceSnapshot | None, list[SourceSnapshot]]:
     """The current code, and the newer sources of its lineage held back from it: one in
     which a scan finds no CUDA reference, after sources in which one found some, waits
@@ -556,11 +539,10 @@ def _current(project: AdoptionProject) -> tuple[SourceSnapshot | None, list[Sour
         for s in project.sources.filter(status=SourceSnapshot.Status.READY)  # newest first
         if s.lineage_key == lineage
     ]
-    refs = _cuda_refs_by_source(project) if len(mine) > 1 else {}
     held = []
     for n, source in enumerate(mine):
-        had_cuda = any(refs.get(older.pk, 0) > 0 for older in mine[n + 1 :])
-        if refs.get(source.pk) == 0 and had_cuda and project.confirmed_source_id != source.pk:
+        had_cuda = any((older.cuda_refs or 0) > 0 for older in mine[n + 1 :])
+        if source.cuda_refs == 0 and had_cuda and project.confirmed_source_id != source.pk:
             held.append(source)
             continue
         return source, held
@@ -594,6 +576,11 @@ def waiting_lineages(project: AdoptionProject) -> list[SourceSnapshot]:
 
 class NotAdmin(SourceError):
     """The act is a team admin's (a 403)."""
+
+
+def record_cuda_refs(source_id: int, refs: int) -> None:
+    """What a succeeded scan of the source found (from jobs, when the scan ends)."""
+    SourceSnapshot.objects.filter(pk=source_id).update(cuda_refs=max(0, int(refs)))
 
 
 def current_code(project: AdoptionProject) -> dict[str, Any]:
