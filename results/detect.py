@@ -40,6 +40,9 @@ MIN_SEGMENT = 5  # the fewest runs a change-point segment may have
 PENALTY_FACTOR = 4.0  # PELT penalty = factor x noise scale x log(n)
 RUN_Z = 3.0  # a change must clear this many SDs of the difference of two runs
 MIN_HISTORY = 5  # the fewest earlier runs that tell a scope's run-to-run noise
+# A side whose samples spread more than this (coefficient of variation) cannot carry a
+# verdict: two identical CPU runs with CVs of 29-95 % gave "regressed" at p = 1e-9.
+MAX_CV = 0.10
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ def compare_samples(
     min_effect: float = MIN_EFFECT,
     noisy_width: float = NOISY_WIDTH,
     run_z: float = RUN_Z,
+    max_cv: float = MAX_CV,
     seed: int = 0,
 ) -> Decision:
     """Decide improved / regressed / unchanged / noisy from two sets of raw samples.
@@ -116,7 +120,9 @@ def compare_samples(
     threshold (the larger of min_effect and the run-to-run bound), and the whole 95 %
     interval on that side of 1. Otherwise "noisy" when the interval or the run-to-run
     bound is wider than noisy_width (a change of that size could hide in it), else
-    "unchanged". With one sample a side there is no test to run: "noisy".
+    "unchanged". With one sample a side there is no test to run: "noisy". A side whose
+    samples spread past ``max_cv`` is "noisy" whatever the test says: with many samples
+    a test calls a difference between two wide, skewed spreads certain.
     """
     import numpy as np
 
@@ -140,6 +146,14 @@ def compare_samples(
     }
     if r.value is None:
         return Decision("noisy", r, p, None, {**detail, "reason": "no comparable samples"})
+    for side, values in (("baseline", base), ("current", _clean(current))):
+        cv = _cv(values)
+        detail[f"cv_{side}"] = cv
+        if cv is not None and cv > max_cv:
+            change = (r.value - 1.0) if higher_is_better else (1.0 / r.value - 1.0)
+            return Decision(
+                "noisy", r, p, change, {**detail, "reason": f"{side} too noisy (CV {cv:.0%})"}
+            )
     change = (r.value - 1.0) if higher_is_better else (1.0 / r.value - 1.0)
     if r.low is None or r.high is None or p is None:
         return Decision("noisy", r, p, change, {**detail, "reason": "too few samples"})
@@ -157,6 +171,15 @@ def compare_samples(
     if threshold > noisy_width:
         return Decision("noisy", r, p, change, {**detail, "reason": "runs vary too much"})
     return Decision("unchanged", r, p, change, detail)
+
+
+def _cv(x: np.ndarray) -> float | None:
+    """The samples' coefficient of variation; None with fewer than two or a zero mean."""
+    import numpy as np
+
+    if x.size < 2 or float(np.mean(x)) == 0.0:
+        return None
+    return float(np.std(x, ddof=1) / abs(np.mean(x)))
 
 
 def _noise_scale(x: np.ndarray) -> float:

@@ -56,9 +56,20 @@ def test_a_significant_change_below_the_effect_threshold_is_unchanged():
 
 def test_samples_too_spread_to_decide_are_noisy_not_unchanged():
     rng = np.random.default_rng(6)
-    d = compare_samples(_run(rng, 100.0, n=6, cv=0.3), _run(rng, 100.0, n=6, cv=0.3))
+    d = compare_samples(_run(rng, 100.0, n=5, cv=0.06), _run(rng, 100.0, n=5, cv=0.06))
     assert d.verdict == "noisy"
     assert d.detail["reason"] == "interval too wide"
+
+
+def test_a_high_cv_baseline_is_too_noisy_to_conclude_however_many_samples():
+    # Two CPU runs of the same code 5 minutes apart, CVs of 29-95 %: with thousands of
+    # samples the test called the drift between them certain ("regressed", p = 1e-9).
+    rng = np.random.default_rng(7)
+    baseline = _run(rng, 100.0, n=2000, cv=0.4)
+    current = _run(rng, 90.0, n=2000, cv=0.4)
+    assert compare_samples(baseline, current, max_cv=float("inf")).verdict == "regressed"
+    d = compare_samples(baseline, current)
+    assert d.verdict == "noisy" and d.detail["reason"].startswith("baseline too noisy (CV")
 
 
 def test_one_sample_a_side_is_noisy_with_its_reason():
