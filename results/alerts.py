@@ -324,11 +324,17 @@ def _email_text(alert: Alert, label: str) -> str:
         lines.append(f"Schedule {schedule.get('id')} ({schedule.get('name')})")
         if due := schedule.get("next_run_at"):
             lines.append(f"  was due at {due}")
+    if data.get("regressions"):
+        count = data.get("cases", len(data["regressions"]))
+        lines.append(f"{count} case{'' if count == 1 else 's'} regressed:")
     for item in data.get("regressions", [])[:20]:
         lines.append(
-            f"- {item.get('benchmark')} {item.get('metric')} {json.dumps(item.get('case'))}: "
-            f"{item.get('baseline_value')} → {item.get('value')} {item.get('unit', '')} "
-            f"(ratio {item.get('ratio')})"
+            f"- {item.get('benchmark')} {json.dumps(item.get('case'))}: "
+            + "; ".join(
+                f"{m.get('metric')} {m.get('baseline_value')} → {m.get('value')} "
+                f"{m.get('unit', '')} (ratio {m.get('ratio')})"
+                for m in item.get("metrics") or [item]
+            )
         )
     lines += ["", "The whole event, as the webhooks receive it:", json.dumps(data, indent=2)]
     return "\n".join(lines)
@@ -388,31 +394,42 @@ def on_regression_found(
     )
     if verdicts is not None:
         found = found.filter(pk__in=[getattr(v, "pk", v) for v in verdicts])
-    rows = list(found.order_by("benchmark", "metric", "id")[: REGRESSIONS_LISTED + 1])
+    rows = list(found.order_by("benchmark", "metric", "id"))
     if not rows:
         return None
+    # One line per case, not per metric: a slower GEMM is slower in time, throughput and
+    # % of peak alike, and 42 "regressions" for 14 cases read as three times the news.
+    cases: dict[tuple, list] = {}
+    for v in rows:
+        cases.setdefault((v.benchmark, v.case_key), []).append(v)
+    listed = list(cases.values())
     payload = {
         "job": _job_facts(job),
+        "cases": len(listed),
         "regressions": [
-            {
-                "verdict_id": v.pk,
-                "benchmark": v.benchmark,
-                "case": v.case,
-                "metric": v.metric,
-                "unit": v.unit,
-                "baseline_job": v.baseline_job_id,
-                "baseline_value": v.baseline_value,
-                "value": v.value,
-                "ratio": v.ratio,
-                "ratio_low": v.ratio_low,
-                "ratio_high": v.ratio_high,
-                "p_value": v.p_value,
-            }
-            for v in rows[:REGRESSIONS_LISTED]
+            {**_regression(group[0]), "metrics": [_regression(v) for v in group]}
+            for group in listed[:REGRESSIONS_LISTED]
         ],
-        "more": len(rows) > REGRESSIONS_LISTED,
+        "more": len(listed) > REGRESSIONS_LISTED,
     }
     return notify(project_id, AlertEvent.REGRESSION, payload)
+
+
+def _regression(v: Any) -> dict[str, Any]:
+    return {
+        "verdict_id": v.pk,
+        "benchmark": v.benchmark,
+        "case": v.case,
+        "metric": v.metric,
+        "unit": v.unit,
+        "baseline_job": v.baseline_job_id,
+        "baseline_value": v.baseline_value,
+        "value": v.value,
+        "ratio": v.ratio,
+        "ratio_low": v.ratio_low,
+        "ratio_high": v.ratio_high,
+        "p_value": v.p_value,
+    }
 
 
 @receiver(job_finished, dispatch_uid="results.alerts.job_finished")

@@ -99,22 +99,20 @@ _CASES = iter(range(1, 10**6))
 
 def _verdict(job: Any, verdict: str, **fields: Any) -> Verdict:
     # Each its own case: a job has one verdict per case and metric (verdict_one_per_case).
-    return Verdict.objects.create(
-        case_key=f"case-{next(_CASES)}",
-        job=job,
-        benchmark="gemm",
-        case={"m": 4096, "dtype": "bf16"},
-        metric="throughput",
-        unit="TFLOP/s",
-        verdict=verdict,
-        baseline_value=100.0,
-        value=88.0,
-        ratio=0.88,
-        ratio_low=0.86,
-        ratio_high=0.90,
-        p_value=1e-6,
-        **fields,
-    )
+    row = {
+        "case_key": f"case-{next(_CASES)}",
+        "benchmark": "gemm",
+        "case": {"m": 4096, "dtype": "bf16"},
+        "metric": "throughput",
+        "unit": "TFLOP/s",
+        "baseline_value": 100.0,
+        "value": 88.0,
+        "ratio": 0.88,
+        "ratio_low": 0.86,
+        "ratio_high": 0.90,
+        "p_value": 1e-6,
+    }
+    return Verdict.objects.create(job=job, verdict=verdict, **{**row, **fields})
 
 
 def test_the_regression_signal_alerts_with_the_open_regressions_of_the_job(
@@ -132,6 +130,23 @@ def test_the_regression_signal_alerts_with_the_open_regressions_of_the_job(
     assert [r["verdict_id"] for r in alert.payload["regressions"]] == [regressed.pk]
     assert alert.payload["regressions"][0]["ratio"] == 0.88
     assert alert.payload["job"]["id"] == job.pk
+
+
+def test_a_regression_alert_has_one_line_per_case_not_per_metric(alert_settings: Any) -> None:
+    job = make_job(
+        alert_settings.project.team, status=JobStatus.SUCCEEDED, project=alert_settings.project
+    )
+    one = [
+        _verdict(job, VerdictKind.REGRESSED, case_key="gemm-4096", metric=metric)
+        for metric in ("pct_of_peak", "throughput", "time")
+    ]
+    other = _verdict(job, VerdictKind.REGRESSED, case_key="gemm-8192")
+    regression_found.send(sender=Verdict, job_id=job.pk)
+    payload = Alert.objects.get().payload
+    assert payload["cases"] == 2 and len(payload["regressions"]) == 2
+    first = next(r for r in payload["regressions"] if r["verdict_id"] == one[0].pk)
+    assert [m["metric"] for m in first["metrics"]] == ["pct_of_peak", "throughput", "time"]
+    assert any(r["verdict_id"] == other.pk for r in payload["regressions"])
 
 
 def test_the_regression_signal_may_name_the_verdicts(alert_settings: Any) -> None:
@@ -199,8 +214,8 @@ def test_an_alert_is_mailed_through_djangos_mail_backend(alert_settings: Any) ->
     (message,) = mail.outbox
     assert message.to == ["ops@example.test", "perf@example.test"]
     assert message.subject == "[rocpath] Nightly GEMM: A regression against a baseline"
-    assert "gemm throughput" in message.body
-    assert "100.0 → 88.0 TFLOP/s (ratio 0.88)" in message.body
+    assert "1 case regressed:" in message.body
+    assert '- gemm {"m": 4096, "dtype": "bf16"}: throughput 100.0 → 88.0 TFLOP/s' in message.body
     delivery.refresh_from_db()
     assert delivery.status == "delivered"
     assert delivery.tries.get().error == ""
