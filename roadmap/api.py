@@ -27,7 +27,7 @@ from roadmap.gates import (
     override_gate,
     revoke_override,
 )
-from roadmap.models import ChecklistAnswer, GateOverride, Phase
+from roadmap.models import ChecklistAnswer, DecisionContext, GateOverride, Phase
 from roadmap.plan import ensure_roadmap
 from roadmap.report import markdown, roadmap_document
 from teams.access import can_write, projects_for
@@ -183,6 +183,85 @@ class OverrideRevokeView(APIView):
         return Response(_override(o))
 
 
+class ContextSerializer(serializers.ModelSerializer):
+    workload_weights = serializers.DictField(
+        child=serializers.FloatField(min_value=0, max_value=100), required=False
+    )
+
+    class Meta:
+        model = DecisionContext
+        fields = [
+            "time_window_weeks",
+            "engineers",
+            "multi_gpu",
+            "multi_vendor_fleet",
+            "new_cluster",
+            "needs_low_level_access",
+            "budget_limited",
+            "current_gpu_price",
+            "candidate_gpu_price",
+            "workload_weights",
+        ]
+
+    def validate_workload_weights(self, value: dict) -> dict:
+        if len(value) > 64 or any(len(str(k)) > 80 or not str(k).strip() for k in value):
+            raise serializers.ValidationError("at most 64 workloads, names of 1 to 80 characters")
+        return {" ".join(str(k).split()): v for k, v in value.items()}
+
+
+_CONTEXT = {
+    "time_window_weeks": 6,
+    "engineers": 2,
+    "multi_gpu": False,
+    "multi_vendor_fleet": True,
+    "new_cluster": False,
+    "needs_low_level_access": False,
+    "budget_limited": False,
+    "current_gpu_price": None,
+    "candidate_gpu_price": None,
+    "workload_weights": {"gemm bf16": 3, "gemm int8": 0},
+}
+
+
+class ContextView(APIView):
+    """What only the team knows and the recommendation weighs: its window, engineers,
+    scenario, prices and which workloads matter."""
+
+    @extend_schema(
+        operation_id="project_roadmap_context",
+        summary="Read the project's decision context",
+        description="The time window (weeks), engineers, the ROCm scenarios that hold, GPU "
+        "prices and the workload weights the recommendation reads; empty until set.",
+        responses={200: ContextSerializer},
+        examples=[OpenApiExample("context", value=_CONTEXT, response_only=True)],
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        project = _project(request, pk)
+        context = getattr(project, "decision_context", None) or DecisionContext(project=project)
+        return Response(ContextSerializer(context).data)
+
+    @extend_schema(
+        operation_id="project_roadmap_context_set",
+        summary="Set the project's decision context",
+        description="Changes the fields given (PATCH-like: the others keep their values); the "
+        "recommendation reads them at once. Viewers 403.",
+        request=ContextSerializer,
+        responses={200: ContextSerializer, 400: dict, 403: dict},
+        examples=[
+            OpenApiExample("set", value={"time_window_weeks": 6, "engineers": 2},
+                           request_only=True),
+            OpenApiExample("saved", value=_CONTEXT, response_only=True),
+        ],
+    )  # fmt: skip
+    def put(self, request: Request, pk: int) -> Response:
+        project = _project(request, pk, write=True)
+        context = getattr(project, "decision_context", None) or DecisionContext(project=project)
+        form = ContextSerializer(context, data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        form.save(project=project)
+        return Response(form.data)
+
+
 class ChecklistView(APIView):
     @extend_schema(
         operation_id="project_roadmap_checklist_answer",
@@ -258,6 +337,11 @@ urlpatterns = [
         "projects/<int:pk>/roadmap/overrides/<int:override_id>/",
         OverrideRevokeView.as_view(),
         name="project-roadmap-override-revoke",
+    ),
+    path(
+        "projects/<int:pk>/roadmap/context/",
+        ContextView.as_view(),
+        name="project-roadmap-context",
     ),
     path(
         "projects/<int:pk>/roadmap/checklist/",

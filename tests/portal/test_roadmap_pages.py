@@ -202,3 +202,24 @@ def test_the_team_sets_its_workload_weights_and_bad_ones_are_refused(setup):
     refused = clients["member"].post(url, {"workload_weights": "gemm bf16=lots"}, follow=True)
     assert "Not saved" in refused.content.decode()
     assert DecisionContext.objects.get(project=project).workload_weights["gemm bf16"] == 3.0
+
+
+def test_the_decision_context_is_read_and_set_through_the_api(setup):
+    project, clients = setup
+    url = f"/api/v1/projects/{project.pk}/roadmap/context/"
+    assert clients["member"].get(url).json()["time_window_weeks"] is None
+    saved = clients["member"].put(
+        url,
+        {"time_window_weeks": 6, "engineers": 2, "workload_weights": {"gemm  bf16": 3}},
+        content_type="application/json",
+    )
+    assert saved.status_code == 200, saved.content
+    again = clients["member"].get(url).json()
+    assert again["time_window_weeks"] == 6 and again["workload_weights"] == {"gemm bf16": 3.0}
+    bad = clients["member"].put(
+        url, {"workload_weights": {"gemm bf16": -1}}, content_type="application/json"
+    )
+    assert bad.status_code == 400
+    refused = clients["viewer"].put(url, {"engineers": 9}, content_type="application/json")
+    assert refused.status_code == 403
+    assert clients["member"].get(url).json()["engineers"] == 2
