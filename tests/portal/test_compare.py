@@ -142,9 +142,9 @@ def test_the_history_page_draws_the_runs_and_marks_the_change_point(member_clien
     assert response.status_code == 200
     assert 'id="history-chart"' in page and "change point" in page and ">TFLOP/s<" in page
     assert "1 change point" in section(page, "segments")
-    # 40 runs, 20 and 20, as a person counts them (it said "0–20" and "20–40").
-    assert "<td>1–20</td>" in section(page, "segments")
-    assert "<td>21–40</td>" in section(page, "segments")
+    # 40 runs, 20 and 20, as a person counts them (it said 0-20 and 20-40; an en dash).
+    assert "<td>1\u201320</td>" in section(page, "segments")
+    assert "<td>21\u201340</td>" in section(page, "segments")
     exported = list(csv.DictReader(io.StringIO(
         member_client.get("/history/", {**params, "fingerprint": env.fingerprint, "format": "csv"})
         .content.decode()
