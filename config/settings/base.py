@@ -499,6 +499,9 @@ CELERY_TASK_ROUTES = {entry["task"]: _CONTROL for entry in CELERY_BEAT_SCHEDULE.
 # --- alerts and metrics (results.alerts, results.metrics; docs/alerts.md, docs/metrics.md) ---
 # An enabled schedule whose next run is this far past due has stopped running (beat or its
 # control worker is down, or the schedule keeps failing to submit): one alert per stall.
+# A job that stores at least this many measurements has the measurements table analysed
+# (PostgreSQL's planner statistics) once it commits (jobs.services.ingest).
+ROCPATH_ANALYZE_AFTER_ROWS = env_int("ROCPATH_ANALYZE_AFTER_ROWS", 2000, minimum=1)
 # Benchmark evidence older than this opens no roadmap gate (roadmap.criteria): a year-old
 # run of another driver says little about the GPUs as they are now.
 ROCPATH_EVIDENCE_MAX_AGE_DAYS = env_int("ROCPATH_EVIDENCE_MAX_AGE_DAYS", 90, minimum=1)

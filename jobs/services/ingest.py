@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 
 from jobs.choices import EventKind, JobStatus
 from jobs.executors.base import JobSpec, Outcome
@@ -274,7 +274,7 @@ def ingest_result(
         progress=progress,
     ):
         return f"ended elsewhere: {Job.objects.get(pk=job.pk).status}"
-    Measurement.objects.bulk_create(
+    rows = Measurement.objects.bulk_create(
         Measurement(
             job=job,
             environment=environment,
@@ -288,8 +288,18 @@ def ingest_result(
         )
         for m in result.get("measurements", [])
     )
+    if len(rows) >= settings.ROCPATH_ANALYZE_AFTER_ROWS and connection.vendor == "postgresql":
+        transaction.on_commit(analyze_measurements)
     _register_artifacts(job, collected, declared=result.get("artifacts", []))
     return status
+
+
+def analyze_measurements() -> None:
+    """Refresh the planner's statistics of the measurements table after a bulk ingest: a
+    history query planned on a table never analysed since thousands of rows came ran 617 s
+    (issue 39). Autovacuum gets there too, but only after its own delay."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(Measurement._meta.db_table)}")
 
 
 def _register_artifacts(job: Job, collected: Collected | None, *, declared: list[dict]) -> None:
