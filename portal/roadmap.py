@@ -253,7 +253,7 @@ def roadmap_override(request: HttpRequest, pk: int, number: int) -> HttpResponse
                 request.POST.get("criterion", ""),
                 request.POST.get("reason", ""),
                 request.user,
-                days=int(days) if days.isdigit() else OVERRIDE_DAYS_DEFAULT,
+                days=int(days) if days.isascii() and days.isdigit() else OVERRIDE_DAYS_DEFAULT,
             )
             messages.success(request, "Override recorded, with your name, reason and expiry.")
         except OverrideError as exc:

@@ -75,7 +75,7 @@ from teams.sources import (
     add_git,
     add_upload,
     current_code,
-    newest_source,
+    newest_ready,
     switch_lineage,
     tree_of,
 )
@@ -444,7 +444,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("portal:project-detail", pk=pk)
     # The steps run on the newest ready source: no buttons (nor targets to show)
     # while every source is still being fetched or has failed.
-    ready = writable and newest_source(project) is not None
+    ready = writable and newest_ready(project) is not None
     # kind -> what its button says, with what the job takes from the project
     steps = {p.kind.name: p.step_label(project) for p in project_steps()} if ready else {}
     # kind -> why it cannot run here and how to fix it: said instead of a failing button
@@ -489,7 +489,12 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def project_current_code(request: HttpRequest, pk: int) -> HttpResponse:
     """A team admin switches the project's current code to a source's lineage."""
     project = _project(request, pk)
-    source = project.sources.filter(pk=request.POST.get("source") or 0).first()
+    wanted = request.POST.get("source", "")
+    source = (
+        project.sources.filter(pk=int(wanted)).first()
+        if wanted.isascii() and wanted.isdigit()
+        else None
+    )
     if source is None:
         raise Http404("no such source in this project")
     try:

@@ -255,7 +255,7 @@ class ContextView(APIView):
     )  # fmt: skip
     def put(self, request: Request, pk: int) -> Response:
         project = _project(request, pk, write=True)
-        context = getattr(project, "decision_context", None) or DecisionContext(project=project)
+        context, _ = DecisionContext.objects.get_or_create(project=project)  # two PUTs at once
         form = ContextSerializer(context, data=request.data, partial=True)
         form.is_valid(raise_exception=True)
         form.save(project=project)

@@ -85,15 +85,24 @@ def hardware_answer(targets: list[str], release: str = NEWEST_LISTED) -> tuple[s
         return None, "The project names no target GPU."
     if supported is None:
         return None, f"ROCm {release} is not in rocpath's support table ({SUPPORT_SOURCE})."
-    found, missing = [], []
+    found, missing, unknown = [], [], []
     for entry in targets:
         arch, how = target_arch(entry)
-        (found if arch in supported else missing).append(f"{entry} ({how})")
+        if not arch and "nvidia" in str(entry).lower():
+            missing.append(f"{entry} (an NVIDIA GPU)")
+        elif not arch:
+            unknown.append(f"{entry} ({how})")  # a typo or a GPU the table lacks: not a no
+        else:
+            (found if arch in supported else missing).append(f"{entry} ({how})")
     evidence = f"On ROCm {release}'s list: {', '.join(found) or 'none'}."
     if missing:
         evidence += f" Not on it: {', '.join(missing)}."
+    if unknown:
+        evidence += f" Unknown here, so not judged: {', '.join(unknown)}."
     evidence += f" Source: {SUPPORT_SOURCE}."
-    answer = YES if not missing else (PARTLY if found else NO)
+    if not found and not missing:
+        return None, evidence  # nothing rocpath knows: the team answers it
+    answer = YES if not missing and not unknown else (PARTLY if found else NO)
     return answer, evidence
 
 

@@ -123,8 +123,11 @@ def roadmap_state(project: Any, facts: Facts | None = None) -> list[PhaseState]:
     phases = ensure_roadmap(project)
     facts = facts or Facts(project)
     overrides: dict[tuple[int, str], GateOverride] = {}
+    now = timezone.now()
     for o in GateOverride.objects.filter(
-        Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()),
+        # One from before overrides expired lasts the default from when it was made.
+        Q(expires_at__isnull=True, at__gt=now - timedelta(days=OVERRIDE_DAYS_DEFAULT))
+        | Q(expires_at__gt=now),
         phase__project=project,
         revoked_at__isnull=True,
     ).select_related("by"):

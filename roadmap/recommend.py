@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.urls import reverse
 
 from roadmap.checklist import NO, evaluate
@@ -83,11 +84,12 @@ PLAUSIBLE_PCT_OF_PEAK = 10.0
 Z95 = 1.96
 
 
-def _log_var(samples: list) -> tuple[float, int]:
-    """Variance of the log of a case's per-iteration rates, and how many there were."""
+def _log_var(samples: list) -> tuple[float, int] | None:
+    """Variance of the log of a case's per-iteration rates, and how many there were; None
+    with fewer than two (no spread to read: the interval is unknown, not zero)."""
     logs = [math.log(v) for v in samples or [] if isinstance(v, int | float) and v > 0]
     if len(logs) < 2:
-        return 0.0, max(len(logs), 1)
+        return None
     mean = sum(logs) / len(logs)
     return sum((x - mean) ** 2 for x in logs) / (len(logs) - 1), len(logs)
 
@@ -116,6 +118,9 @@ def performance_ratio(facts: Facts) -> dict | None:
     newest = facts.benchmark_sides
     if len(newest) < 2:
         return None
+    limit = settings.ROCPATH_EVIDENCE_MAX_AGE_DAYS
+    if any((facts.now - (j.finished_at or j.created_at)).days > limit for j in newest.values()):
+        return None  # what the comparison gate refuses as stale decides nothing either
     rows: dict[str, dict] = {}
     for side, job in newest.items():
         rows[side] = {}
@@ -147,9 +152,13 @@ def performance_ratio(facts: Facts) -> dict | None:
                  "pct_of_peak": [round(p, 1) for p in pcts]}
             )  # fmt: skip
             continue
-        (va, na), (vb, nb) = _log_var(a.samples), _log_var(b.samples)
+        spread_a, spread_b = _log_var(a.samples), _log_var(b.samples)
         group["logs"].append(math.log(a.value / b.value))
-        group["vars"].append(va / na + vb / nb)
+        group["vars"].append(
+            None
+            if spread_a is None or spread_b is None
+            else spread_a[0] / spread_a[1] + spread_b[0] / spread_b[1]
+        )
     table = []
     for group in sorted(groups.values(), key=lambda g: g["workload"]):
         logs = group.pop("logs")
@@ -158,17 +167,20 @@ def performance_ratio(facts: Facts) -> dict | None:
         group["weight"] = float(weights.get(group["workload"], 1))
         if logs:
             mean = sum(logs) / len(logs)
-            se = math.sqrt(sum(variances)) / len(logs)
+            se = None if None in variances else math.sqrt(sum(variances)) / len(logs)
             group["ratio"], group["log"], group["se"] = math.exp(mean), mean, se
-            group["low"], group["high"] = _interval(mean, se)
+            group["low"], group["high"] = _interval(mean, se) if se is not None else (None, None)
         table.append(group)
     counted = [g for g in table if g["cases"] and g["weight"] > 0]
     if not counted:
         return None
     total = sum(g["weight"] for g in counted)
     mean = sum(g["weight"] * g["log"] for g in counted) / total
-    se = math.sqrt(sum((g["weight"] / total) ** 2 * g["se"] ** 2 for g in counted))
-    low, high = _interval(mean, se)
+    if any(g["se"] is None for g in counted):
+        low = high = None  # a workload without samples: no interval, not a zero-width one
+    else:
+        se = math.sqrt(sum((g["weight"] / total) ** 2 * g["se"] ** 2 for g in counted))
+        low, high = _interval(mean, se)
     cand, cur = newest["candidate"], newest["current"]
     return {
         "ratio": math.exp(mean),
@@ -294,7 +306,8 @@ def recommend(facts: Facts) -> Recommendation:
     perf = performance_ratio(facts)
     if perf is None:
         rec.missing.append(
-            "benchmarks on the current GPU and an AMD candidate with cases in common"
+            "benchmarks on the current GPU and an AMD candidate with cases in common, each "
+            f"newer than {settings.ROCPATH_EVIDENCE_MAX_AGE_DAYS} days"
         )
     else:
         links = tuple(
@@ -305,10 +318,17 @@ def recommend(facts: Facts) -> Recommendation:
             for s in ("candidate", "current")
         )
         rec.figures["performance_ratio"] = round(perf["ratio"], 3)
-        rec.figures["performance_interval"] = [round(perf["low"], 3), round(perf["high"], 3)]
+        interval = (
+            f"95 % {perf['low']:.2f}-{perf['high']:.2f}"
+            if perf["low"] is not None
+            else "no interval: cases without samples"
+        )
+        rec.figures["performance_interval"] = (
+            [round(perf["low"], 3), round(perf["high"], 3)] if perf["low"] is not None else None
+        )
         text = (
             f"Measured throughput {perf['candidate_gpu']} / {perf['current_gpu']}: "
-            f"{perf['ratio']:.2f}x (95 % {perf['low']:.2f}-{perf['high']:.2f}; weighted over "
+            f"{perf['ratio']:.2f}x ({interval}; weighted over "
             f"{sum(1 for g in perf['table'] if g['cases'])} workloads, {perf['cases']} cases"
             + (
                 f"; {perf['flagged']} below {PLAUSIBLE_PCT_OF_PEAK:g} % of peak left out"

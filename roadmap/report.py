@@ -158,8 +158,8 @@ def roadmap_document(project: Any) -> dict[str, Any]:
                 "current_gpu": perf["current_gpu"],
                 "candidate_gpu": perf["candidate_gpu"],
                 "ratio": round(perf["ratio"], 3),
-                "low": round(perf["low"], 3),
-                "high": round(perf["high"], 3),
+                "low": round(perf["low"], 3) if perf["low"] is not None else None,
+                "high": round(perf["high"], 3) if perf["high"] is not None else None,
                 "cases": perf["cases"],
                 "flagged": perf["flagged"],
                 "current_job": perf["current"].pk,
@@ -176,8 +176,10 @@ def roadmap_document(project: Any) -> dict[str, Any]:
                         "cases": g["cases"],
                         "weight": g["weight"],
                         "ratio": round(g["ratio"], 3) if g["cases"] else None,
-                        "low": round(g["low"], 3) if g["cases"] else None,
-                        "high": round(g["high"], 3) if g["cases"] else None,
+                        "low": round(g["low"], 3) if g["cases"] and g["low"] is not None else None,
+                        "high": round(g["high"], 3)
+                        if g["cases"] and g["high"] is not None
+                        else None,
                         "flagged": g["flagged"],
                     }
                     for g in perf["table"]
@@ -287,13 +289,13 @@ def markdown(doc: dict[str, Any], base: str = "") -> str:
         out.append(
             f"{md(b['candidate_gpu'])} (job {b['candidate_job']}, {b['candidate_date']}) / "
             f"{md(b['current_gpu'])} (job {b['current_job']}, {b['current_date']}): "
-            f"{b['ratio']}x throughput (95 % {b['low']}-{b['high']}), weighted over the "
-            f"workloads below, {b['cases']} cases."
+            f"{b['ratio']}x throughput (95 % {b['low'] or '?'}-{b['high'] or '?'}), weighted "
+            f"over the workloads below, {b['cases']} cases."
         )
         out += ["", "| workload | cases | ratio | 95 % | weight | left out (< 10 % of peak) |"]
         out.append("| --- | ---: | ---: | --- | ---: | ---: |")
         for g in b["table"]:
-            span = f"{g['low']}-{g['high']}" if g["cases"] else "-"
+            span = f"{g['low']}-{g['high']}" if g["low"] is not None else "-"
             out.append(
                 f"| {md(g['workload'])} | {g['cases']} | {g['ratio'] or '-'} | {span} | "
                 f"{g['weight']:g} | {len(g['flagged'])} |"

@@ -198,7 +198,11 @@ until answers || [ "$STATE" != running ]; do
     wait $! || true
 done
 if [ "$STATE" = running ] && alive web; then
-    for name in "${SERVICES[@]}"; do [ "$name" = web ] || start "$name"; done
+    for name in "${SERVICES[@]}"; do
+        # A Ctrl-C between two starts drained those already started: start no more.
+        [ "$STATE" = running ] || break
+        [ "$name" = web ] || start "$name"
+    done
 fi
 cat <<MSG
 

@@ -67,7 +67,7 @@ class AdoptionProject(models.Model):
     # roadmap, the estimate and the steps read. Blank: the first ready source's. A switch
     # to another lineage is a team admin's confirmed act (teams.sources.switch_lineage):
     # an unrelated upload must not become the code the decision is made on.
-    current_lineage = models.CharField(max_length=200, blank=True)
+    current_lineage = models.CharField(max_length=320, blank=True)  # "git " + a 300-char URL
     current_lineage_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -523,12 +523,6 @@ def current_lineage(project: AdoptionProject) -> str | None:
     return first.lineage_key if first else None
 
 
-def newest_source(project: AdoptionProject) -> SourceSnapshot | None:
-    """The newest ready source of any lineage: what a job that names no source runs on (a
-    team may scan an unrelated tree; the decision still reads the current code)."""
-    return project.sources.filter(status=SourceSnapshot.Status.READY).first()
-
-
 def _current(project: AdoptionProject) -> tuple[SourceSnapshot | None, list[SourceSnapshot]]:
     """The current code, and the newer sources of its lineage held back from it: one in
     which a scan finds no CUDA reference, after sources in which one found some, waits

@@ -105,7 +105,9 @@ class JobSubmitSerializer(serializers.Serializer):
         required=False, max_length=300, help_text="container image (docker executor)"
     )
     source = serializers.IntegerField(
-        required=False, help_text="source snapshot id (default: the project's newest)"
+        required=False,
+        help_text="source snapshot id (default: the project's current code, the newest ready "
+        "source of its current lineage)",
     )
     tuned_file = serializers.IntegerField(
         required=False, help_text="a registered tuned GEMM file of the team to run with"

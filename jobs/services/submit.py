@@ -25,7 +25,7 @@ from stack.tune.registry import STALE
 from teams.access import writable_team_ids
 from teams.facts import with_project_defaults
 from teams.models import AdoptionProject, SourceSnapshot, Team
-from teams.sources import newest_source
+from teams.sources import newest_ready
 
 
 class SubmissionError(Exception):
@@ -275,7 +275,7 @@ def _resolve_source(
     if project is None:
         errors["project"] = [f"Jobs of kind {kind.name} scan a project's code: choose the project."]
         return project, None
-    source = newest_source(project)
+    source = newest_ready(project)  # the current code; another lineage is named explicitly
     if source is None:
         errors["source"] = [
             f"Project {project.name!r} has no source code yet: upload an archive or add a git URL."

@@ -290,7 +290,9 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         if request.method == "POST":
             source_id = request.data.get("source")
             source = (
-                project.sources.filter(pk=source_id).first() if str(source_id).isdigit() else None
+                project.sources.filter(pk=int(source_id)).first()
+                if str(source_id).isascii() and str(source_id).isdigit()
+                else None
             )
             if source is None:
                 raise ValidationError({"source": ["not a source of this project"]})

@@ -32,8 +32,8 @@ int main() {
 """
 
 
-def _scan(user, project) -> int:
-    job = services.submit_job(user=user, kind="hipify-scan", project=project)
+def _scan(user, project, source=None) -> int:
+    job = services.submit_job(user=user, kind="hipify-scan", project=project, source=source)
     job.mark_queued("t")
     assert services.execute_job(job.pk, worker="w@h") == JobStatus.SUCCEEDED, (
         job.refresh_from_db() or job.error
@@ -302,8 +302,8 @@ def test_a_scan_of_another_tree_starts_its_own_lineage_and_the_burn_down_never_m
     _upload(project, user, CUDA, name="solver-1.0.zip")
     first = _scan(user, project)
     # An unrelated tree with nothing unsupported: not "the solver is fully ported".
-    _upload(project, user, "__global__ void k() {}\n", name="other.zip")
-    second = _scan(user, project)
+    other = _upload(project, user, "__global__ void k() {}\n", name="other.zip")
+    second = _scan(user, project, source=other)  # not the current code: named
     client = Client()
     client.force_login(user)
     api = f"/api/v1/projects/{project.pk}/porting-report/"

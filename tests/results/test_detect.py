@@ -70,6 +70,9 @@ def test_a_high_cv_baseline_is_too_noisy_to_conclude_however_many_samples():
     assert compare_samples(baseline, current, max_cv=float("inf")).verdict == "regressed"
     d = compare_samples(baseline, current)
     assert d.verdict == "noisy" and d.detail["reason"].startswith("baseline too noisy (CV")
+    # A change far past what the spread makes is still news.
+    halved = _run(rng, 50.0, n=2000, cv=0.12)
+    assert compare_samples(_run(rng, 100.0, n=2000, cv=0.12), halved).verdict == "regressed"
 
 
 def test_one_sample_a_side_is_noisy_with_its_reason():

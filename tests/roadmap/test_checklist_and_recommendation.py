@@ -21,6 +21,8 @@ def test_hardware_compatibility_is_read_from_rocms_support_list():
     assert answer == "partly" and "Not on it: NVIDIA H100" in evidence and "ROCm 6.3.1" in evidence
     assert hardware_answer(["gfx803"])[0] == "no"
     assert hardware_answer([])[0] is None
+    # A name rocpath does not know (a typo, a GPU the table lacks) is not a "no".
+    assert hardware_answer(["Radeon Quantum 9000"])[0] is None
     assert hardware_answer(["MI300X"], release="9.9")[0] is None  # never guessed
 
 

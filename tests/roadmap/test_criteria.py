@@ -272,6 +272,9 @@ def test_a_stale_benchmark_opens_no_comparison_gate(project, settings):
     old.save(update_fields=["finished_at"])
     v = verdict("libraries_compared", project)
     assert v.status == FAILED and "days old" in v.detail
+    from roadmap.recommend import performance_ratio
+
+    assert performance_ratio(Facts(project)) is None  # nor does it drive the answer
 
 
 def test_bandwidth_rows_alone_open_no_comparison_gate(project):

@@ -175,3 +175,15 @@ def test_dates_follow_the_status_both_ways(project):
     assert states[0].status == PhaseStatus.ACTIVE and states[0].phase.actual_end is None
     assert states[1].status == PhaseStatus.NOT_STARTED
     assert states[1].phase.actual_start is None and states[1].phase.actual_end is None
+
+
+def test_an_override_from_before_expiry_lasts_the_default_from_when_it_was_made(project):
+    phase = ensure_roadmap(project)[0]
+    lead = admin_of(project)
+    old = GateOverride.objects.create(
+        phase=phase, criterion="libraries_compared", reason="recorded before expiry", by=lead,
+        at=timezone.now() - timedelta(days=31),
+    )  # fmt: skip
+    assert old.expires_at is None and not _overridden(project, "libraries_compared")
+    GateOverride.objects.filter(pk=old.pk).update(at=timezone.now() - timedelta(days=1))
+    assert _overridden(project, "libraries_compared")
