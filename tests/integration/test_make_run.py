@@ -37,7 +37,8 @@ def submit(run: Run, *args: str) -> subprocess.CompletedProcess:
 def test_make_run_restarts_a_killed_worker_and_stops_in_two_ctrl_cs(run):
     # Each process logs to var/log/, not to the terminal.
     run.wait_for_log("worker", " ready.")
-    assert "Listening at" in run.log("web") and "beat: Starting" in run.log("beat")
+    run.wait_for_log("beat", "beat: Starting")  # started beside the worker, after the web
+    assert "Listening at" in run.log("web")
 
     first = run.worker()
     os.kill(first, signal.SIGKILL)

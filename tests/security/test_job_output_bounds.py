@@ -82,16 +82,24 @@ class _Reading(Started):
         outcome.exit_code = 0
 
 
+def _fastest(run, times: int = 3) -> float:
+    best = float("inf")
+    for _ in range(times):
+        started = time.monotonic()
+        run()
+        best = min(best, time.monotonic() - started)
+    return best
+
+
 def test_a_100_mb_line_without_a_newline_is_cut_and_read_in_linear_time(settings, tmp_path):
     settings.ROCPATH_EVENT_LINE_MAX_BYTES = 64 * 1024
     spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60)
-    started = time.monotonic()
-    follow(_Reading(_Stream(10 * 1000 * 1000)), spec, Recorder())  # the reference: 10 MB
-    reference = time.monotonic() - started
+    # Each size the best of three: one pause of a loaded machine (a clean-clone CI beside
+    # other work saw 0.5 s once for what takes milliseconds) must not read as quadratic.
+    reference = _fastest(lambda: follow(_Reading(_Stream(10 * 1000 * 1000)), spec, Recorder()))
     hooks = Recorder()
-    started = time.monotonic()
     outcome = follow(_Reading(_Stream(100 * 1000 * 1000)), spec, hooks)
-    elapsed = time.monotonic() - started
+    elapsed = _fastest(lambda: follow(_Reading(_Stream(100 * 1000 * 1000)), spec, Recorder()))
     assert elapsed < LINEAR_RATIO * reference, (
         f"{elapsed:.1f} s for 100 MB, {reference:.2f} s for 10"
     )
