@@ -201,7 +201,15 @@ class ContextSerializer(serializers.ModelSerializer):
             "current_gpu_price",
             "candidate_gpu_price",
             "workload_weights",
+            "confirmed_cases",
         ]
+
+    def validate_confirmed_cases(self, value: list) -> list:
+        if not isinstance(value, list) or len(value) > 500:
+            raise serializers.ValidationError("a list of at most 500 case keys")
+        if not all(isinstance(k, str) and 0 < len(k) <= 1000 for k in value):
+            raise serializers.ValidationError("each a case key as the report names it")
+        return sorted(set(value))
 
     def validate_workload_weights(self, value: dict) -> dict:
         if len(value) > 64 or any(len(str(k)) > 80 or not str(k).strip() for k in value):
@@ -220,6 +228,7 @@ _CONTEXT = {
     "current_gpu_price": None,
     "candidate_gpu_price": None,
     "workload_weights": {"gemm bf16": 3, "gemm int8": 0},
+    "confirmed_cases": [],
 }
 
 

@@ -147,6 +147,12 @@ class DecisionContext(models.Model):
         help_text="how much each measured workload weighs in the performance summary, "
         '{"gemm bf16": 3, "gemm int8": 0}; unnamed ones weigh 1',
     )
+    confirmed_cases = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="cases measured below the plausibility floor that the team confirmed as "
+        'real, by key: ["gemm|{"m": 8192, "precision": "int8"}"]; they count again',
+    )
 
     def __str__(self) -> str:
         return f"decision context of {self.project}"

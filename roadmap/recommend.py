@@ -105,7 +105,8 @@ def performance_ratio(facts: Facts) -> dict | None:
 
     Newest blas-bench job per vendor; cases aligned exactly (benchmark, case); only the
     throughput metric counts as a case (not time, power, clocks or CV rows). A case below
-    PLAUSIBLE_PCT_OF_PEAK of its peak on either side is flagged and left out. Each
+    PLAUSIBLE_PCT_OF_PEAK of its peak on either side is flagged and left out, unless the
+    team confirmed it (DecisionContext.confirmed_cases, by the flagged case's ``key``). Each
     workload's ratio is the geometric mean over its cases; its 95 % interval is the
     measurement noise of those cases (the spread of their per-iteration rates), not the
     run-to-run drift a second pair of jobs would show. The summary weighs each workload
@@ -129,6 +130,7 @@ def performance_ratio(facts: Facts) -> dict | None:
             entry[m.metric] = m
     context = getattr(facts.project, "decision_context", None)
     weights = dict(getattr(context, "workload_weights", None) or {})
+    confirmed = set(getattr(context, "confirmed_cases", None) or [])
     groups: dict[str, dict] = {}
     for key, cand in rows["candidate"].items():
         cur = rows["current"].get(key)
@@ -146,9 +148,10 @@ def performance_ratio(facts: Facts) -> dict | None:
              "logs": [], "vars": [], "flagged": []},
         )  # fmt: skip
         pcts = [e["pct_of_peak"].value for e in (cand, cur) if "pct_of_peak" in e]
-        if pcts and min(pcts) < PLAUSIBLE_PCT_OF_PEAK:
+        flag = f"{key[0]}|{key[1]}"  # what the team confirms a flagged case back in by
+        if pcts and min(pcts) < PLAUSIBLE_PCT_OF_PEAK and flag not in confirmed:
             group["flagged"].append(
-                {"case": case, "ratio": round(a.value / b.value, 3),
+                {"key": flag, "case": case, "ratio": round(a.value / b.value, 3),
                  "pct_of_peak": [round(p, 1) for p in pcts]}
             )  # fmt: skip
             continue

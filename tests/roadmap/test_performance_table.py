@@ -84,3 +84,25 @@ def test_the_report_shows_the_table_with_intervals_and_dates(project):
         and "(https://rocpath.example/jobs/" in compared
     )
     assert timezone.now().date().isoformat() in text
+
+
+def test_the_team_confirms_a_flagged_case_back_in(project, user):
+    from rest_framework.test import APIClient
+
+    before = performance_ratio(Facts(project))
+    int8 = next(g for g in before["table"] if g["workload"] == "gemm int8")
+    key = int8["flagged"][0]["key"]
+    api = APIClient()
+    api.force_authenticate(user)
+    saved = api.put(
+        f"/api/v1/projects/{project.pk}/roadmap/context/",
+        {"confirmed_cases": [key]},
+        format="json",
+    )
+    assert saved.status_code == 200, saved.content
+    project.refresh_from_db()
+    after = performance_ratio(Facts(project))
+    again = next(g for g in after["table"] if g["workload"] == "gemm int8")
+    assert again["cases"] == int8["cases"] + 1
+    assert len(again["flagged"]) == len(int8["flagged"]) - 1
+    assert after["flagged"] == before["flagged"] - 1
