@@ -159,6 +159,27 @@ class Facts:
         return _compare_libraries(self)
 
     @cached_property
+    def checklist_rows(self) -> list:
+        """The checklist as it stands (roadmap.checklist.evaluate): the gate, the
+        recommendation and the report read it once between them."""
+        from roadmap.checklist import evaluate
+
+        return evaluate(self)
+
+    @cached_property
+    def performance(self) -> dict | None:
+        """The performance table and its summary (roadmap.recommend.performance_ratio),
+        read once for the recommendation and the report."""
+        from roadmap.recommend import performance_ratio
+
+        return performance_ratio(self)
+
+    def stale_days(self, job: Job) -> int | None:
+        """How many days old a job is when past ROCPATH_EVIDENCE_MAX_AGE_DAYS, else None."""
+        age = (self.now - (job.finished_at or job.created_at)).days
+        return age if age > settings.ROCPATH_EVIDENCE_MAX_AGE_DAYS else None
+
+    @cached_property
     def multi_gpu(self) -> bool:
         """The project targets more than one GPU per job (its target list, or a GPU count)."""
         context = getattr(self.project, "decision_context", None)
@@ -249,14 +270,13 @@ def _compare_libraries(f: Facts) -> Verdict:
     links = tuple(
         _job_link(job, f"{job.environment.gpu_model}: job {job.pk}") for job in sides.values()
     )
-    limit = settings.ROCPATH_EVIDENCE_MAX_AGE_DAYS
     for side, job in sides.items():
-        age = (f.now - (job.finished_at or job.created_at)).days
-        if age > limit:
+        if (age := f.stale_days(job)) is not None:
             return Verdict(
                 FAILED,
                 f"The {side} GPU's newest benchmark (job {job.pk}) is {age} days old, older "
-                f"than {limit} (ROCPATH_EVIDENCE_MAX_AGE_DAYS): run it again.",
+                f"than {settings.ROCPATH_EVIDENCE_MAX_AGE_DAYS} "
+                "(ROCPATH_EVIDENCE_MAX_AGE_DAYS): run it again.",
                 links,
                 fix=_submit_fix("Run blas-bench again"),
             )
@@ -288,9 +308,9 @@ def _compare_libraries(f: Facts) -> Verdict:
 
 
 def checklist_complete(f: Facts) -> Verdict:
-    from roadmap.checklist import NO, evaluate
+    from roadmap.checklist import NO
 
-    rows = evaluate(f)
+    rows = f.checklist_rows
     missing = [r.title for r in rows if r.answer is None]
     noes = [f"{r.title}: no ({r.source}{_quoted(r)})" for r in rows if r.answer == NO]
     if not missing and not noes:

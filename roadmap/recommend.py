@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.urls import reverse
 
-from roadmap.checklist import NO, evaluate
+from roadmap.checklist import NO
 from roadmap.criteria import NEEDS_DECISION, Facts, Link
 from stack.hipify.families import HOURS_PER_DAY
 
@@ -119,8 +119,7 @@ def performance_ratio(facts: Facts) -> dict | None:
     newest = facts.benchmark_sides
     if len(newest) < 2:
         return None
-    limit = settings.ROCPATH_EVIDENCE_MAX_AGE_DAYS
-    if any((facts.now - (j.finished_at or j.created_at)).days > limit for j in newest.values()):
+    if any(facts.stale_days(job) is not None for job in newest.values()):
         return None  # what the comparison gate refuses as stale decides nothing either
     rows: dict[str, dict] = {}
     for side, job in newest.items():
@@ -306,7 +305,7 @@ def recommend(facts: Facts) -> Recommendation:
         )
         rec.would_change.append("replacing those dependencies (or deciding them per API)")
 
-    perf = performance_ratio(facts)
+    perf = facts.performance
     if perf is None:
         rec.missing.append(
             "benchmarks on the current GPU and an AMD candidate with cases in common, each "
@@ -355,7 +354,7 @@ def recommend(facts: Facts) -> Recommendation:
                 "a candidate measured within 10 % of the current GPU, or a lower price"
             )
 
-    for row in evaluate(facts):
+    for row in facts.checklist_rows:
         if row.answer != NO:
             continue
         said = f'The checklist answers no to "{row.asks}" ({row.title}; {row.source}'

@@ -11,10 +11,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from roadmap.checklist import evaluate
 from roadmap.criteria import Facts
 from roadmap.gates import roadmap_state
-from roadmap.recommend import performance_ratio, recommend
+from roadmap.recommend import recommend
 from stack.textsafe import markdown_text as md
 
 
@@ -57,7 +56,7 @@ def roadmap_document(project: Any) -> dict[str, Any]:
     rec = recommend(facts)
     scan = facts.scan
     summary = (scan.summary or {}) if scan else {}
-    perf = performance_ratio(facts)
+    perf = facts.performance
     return {
         "project": {
             "id": project.pk,
@@ -128,7 +127,7 @@ def roadmap_document(project: Any) -> dict[str, Any]:
                 "evidence": r.evidence,
                 "note": r.note,
             }
-            for r in evaluate(facts)
+            for r in facts.checklist_rows
         ],
         "recommendation": {
             "verdict": rec.verdict,
