@@ -76,6 +76,7 @@ from teams.sources import (
     add_upload,
     current_code,
     newest_ready,
+    source_of,
     switch_lineage,
     tree_of,
 )
@@ -489,12 +490,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def project_current_code(request: HttpRequest, pk: int) -> HttpResponse:
     """A team admin switches the project's current code to a source's lineage."""
     project = _project(request, pk)
-    wanted = request.POST.get("source", "")
-    source = (
-        project.sources.filter(pk=int(wanted)).first()
-        if wanted.isascii() and wanted.isdigit()
-        else None
-    )
+    source = source_of(project, request.POST.get("source", ""))
     if source is None:
         raise Http404("no such source in this project")
     try:

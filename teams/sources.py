@@ -523,9 +523,11 @@ def current_lineage(project: AdoptionProject) -> str | None:
     return first.lineage_key if first else None
 
 
-def _current(project: AdoptionProject) -> tuple[SourceSnapshot | None, list[SourceSnapshot]]:
-    """The current code, and the newer sources of its lineage held back from it: one in
-    which a scan finds no CUDA reference, after sources in which one found some, waits
+def _current(
+    project: AdoptionProject,
+) -> tuple[str | None, SourceSnapshot | None, list[SourceSnapshot]]:
+    """The current lineage, its current code, and the newer sources of it held back: one
+    in which a scan finds no CUDA reference, after sources in which one found some, waits
     for an admin's confirmation (a plain-C tree uploaded under the CUDA code's name)."""
     lineage = current_lineage(project)
     mine = [
@@ -539,8 +541,8 @@ def _current(project: AdoptionProject) -> tuple[SourceSnapshot | None, list[Sour
         if source.cuda_refs == 0 and had_cuda and project.confirmed_source_id != source.pk:
             held.append(source)
             continue
-        return source, held
-    return None, held
+        return lineage, source, held
+    return lineage, None, held
 
 
 def newest_ready(project: AdoptionProject) -> SourceSnapshot | None:
@@ -549,23 +551,15 @@ def newest_ready(project: AdoptionProject) -> SourceSnapshot | None:
     admin switches to it: it took the estimate from 1,370 h to 0 and the answer with it.
     Nor is a newer source of the lineage in which a scan finds no CUDA at all, until an
     admin confirms it."""
-    return _current(project)[0]
+    return _current(project)[1]
 
 
-def waiting_lineages(project: AdoptionProject) -> list[SourceSnapshot]:
-    """What an admin may make the current code, shown as not (yet) it: the newest ready
-    source of each other lineage newer than the current code, and newer sources of the
-    current lineage held back because a scan finds no CUDA in them."""
-    current, held = _current(project)
-    seen = {current.lineage_key} if current else set()
-    waiting = list(held)
-    for source in project.sources.filter(status=SourceSnapshot.Status.READY):
-        if current is not None and source.created_at <= current.created_at:
-            break
-        if source.lineage_key not in seen:
-            seen.add(source.lineage_key)
-            waiting.append(source)
-    return waiting
+def source_of(project: AdoptionProject, wanted: object) -> SourceSnapshot | None:
+    """The project's source a request names by id (a form field or a JSON value), or None."""
+    text = str(wanted)
+    return (
+        project.sources.filter(pk=int(text)).first() if text.isascii() and text.isdigit() else None
+    )
 
 
 class NotAdmin(SourceError):
@@ -578,27 +572,28 @@ def record_cuda_refs(source_id: int, refs: int) -> None:
 
 
 def current_code(project: AdoptionProject) -> dict[str, Any]:
-    """What the project's current code is, for the API and the page."""
-    source = newest_ready(project)
+    """What the project's current code is, and what an admin may make it instead: the
+    newer sources of its lineage held back (a scan finds no CUDA in them), and the newest
+    ready source of each other lineage newer than the current code."""
+    lineage, source, held = _current(project)
+    waiting = [(s, "a scan finds no CUDA in it") for s in held]
+    seen = {lineage}
+    for other in project.sources.filter(status=SourceSnapshot.Status.READY):
+        if source is not None and other.created_at <= source.created_at:
+            break
+        if other.lineage_key not in seen:
+            seen.add(other.lineage_key)
+            waiting.append((other, "another lineage"))
     return {
-        "lineage": current_lineage(project),
+        "lineage": lineage,
         "source": source.pk if source else None,
         "chosen_by": (
             project.current_lineage_by.get_username() if project.current_lineage_by else None
         ),
         "chosen_at": project.current_lineage_at,
         "waiting": [
-            {
-                "source": s.pk,
-                "lineage": s.lineage_key,
-                "name": s.name,
-                "why": (
-                    "a scan finds no CUDA in it"
-                    if source is not None and s.lineage_key == source.lineage_key
-                    else "another lineage"
-                ),
-            }
-            for s in waiting_lineages(project)
+            {"source": s.pk, "lineage": s.lineage_key, "name": s.name, "why": why}
+            for s, why in waiting
         ],
     }
 

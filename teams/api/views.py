@@ -43,6 +43,7 @@ from teams.sources import (
     add_git,
     add_upload,
     current_code,
+    source_of,
     switch_lineage,
 )
 
@@ -288,12 +289,7 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         """The lineage the decision reads; POST {"source": id} switches it (admins)."""
         project = self.get_object()
         if request.method == "POST":
-            source_id = request.data.get("source")
-            source = (
-                project.sources.filter(pk=int(source_id)).first()
-                if str(source_id).isascii() and str(source_id).isdigit()
-                else None
-            )
+            source = source_of(project, request.data.get("source"))
             if source is None:
                 raise ValidationError({"source": ["not a source of this project"]})
             try:
