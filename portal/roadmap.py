@@ -30,6 +30,7 @@ from roadmap.models import (
     Phase,
     PhaseStatus,
     Task,
+    checked_weights,
 )
 from roadmap.plan import ensure_roadmap
 from roadmap.report import markdown, roadmap_document
@@ -47,22 +48,10 @@ class WeightsField(forms.CharField):
 
     def to_python(self, value: Any) -> dict[str, float]:
         text = super().to_python(value) or ""
-        weights: dict[str, float] = {}
-        for item in text.replace("\n", ",").split(","):
-            if not item.strip():
-                continue
-            name, sep, number = item.partition("=")
-            try:
-                weight = float(number)
-            except ValueError:
-                weight = -1.0
-            if not sep or not name.strip() or not 0 <= weight <= 100 or len(weights) >= 64:
-                raise forms.ValidationError(
-                    f"{item.strip()[:80]!r}: write workload=weight, a weight from 0 to 100 "
-                    '(e.g. "gemm bf16=3"), at most 64 of them'
-                )
-            weights[" ".join(name.split())[:80]] = weight
-        return weights
+        pairs = [item.partition("=") for item in text.replace("\n", ",").split(",")]
+        # "name" alone (no "=") is a weight of None, which checked_weights refuses.
+        given = {name: number if sep else None for name, sep, number in pairs if name.strip()}
+        return checked_weights(given)
 
 
 class ContextForm(forms.ModelForm):
@@ -76,18 +65,7 @@ class ContextForm(forms.ModelForm):
 
     class Meta:
         model = DecisionContext
-        fields = [
-            "time_window_weeks",
-            "engineers",
-            "multi_gpu",
-            "multi_vendor_fleet",
-            "new_cluster",
-            "needs_low_level_access",
-            "budget_limited",
-            "current_gpu_price",
-            "candidate_gpu_price",
-            "workload_weights",
-        ]
+        fields = DecisionContext.TEAM_FIELDS
         # Django would label them from the names ("Multi gpu", "Current gpu price").
         labels = {
             "time_window_weeks": "Time window (weeks)",

@@ -6,6 +6,7 @@ read, members and admins write.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path
@@ -27,7 +28,7 @@ from roadmap.gates import (
     override_gate,
     revoke_override,
 )
-from roadmap.models import ChecklistAnswer, DecisionContext, GateOverride, Phase
+from roadmap.models import ChecklistAnswer, DecisionContext, GateOverride, Phase, checked_weights
 from roadmap.plan import ensure_roadmap
 from roadmap.report import markdown, roadmap_document
 from teams.access import can_write, projects_for
@@ -184,25 +185,11 @@ class OverrideRevokeView(APIView):
 
 
 class ContextSerializer(serializers.ModelSerializer):
-    workload_weights = serializers.DictField(
-        child=serializers.FloatField(min_value=0, max_value=100), required=False
-    )
+    workload_weights = serializers.DictField(required=False)
 
     class Meta:
         model = DecisionContext
-        fields = [
-            "time_window_weeks",
-            "engineers",
-            "multi_gpu",
-            "multi_vendor_fleet",
-            "new_cluster",
-            "needs_low_level_access",
-            "budget_limited",
-            "current_gpu_price",
-            "candidate_gpu_price",
-            "workload_weights",
-            "confirmed_cases",
-        ]
+        fields = [*DecisionContext.TEAM_FIELDS, "confirmed_cases"]
 
     def validate_confirmed_cases(self, value: list) -> list:
         if not isinstance(value, list) or len(value) > 500:
@@ -212,9 +199,10 @@ class ContextSerializer(serializers.ModelSerializer):
         return sorted(set(value))
 
     def validate_workload_weights(self, value: dict) -> dict:
-        if len(value) > 64 or any(len(str(k)) > 80 or not str(k).strip() for k in value):
-            raise serializers.ValidationError("at most 64 workloads, names of 1 to 80 characters")
-        return {" ".join(str(k).split()): v for k, v in value.items()}
+        try:
+            return checked_weights(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from exc
 
 
 _CONTEXT = {

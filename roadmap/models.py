@@ -7,6 +7,7 @@ answers no data can give.
 """
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -125,6 +126,26 @@ class ChecklistAnswer(models.Model):
         return f"{self.question}: {self.answer}"
 
 
+def checked_weights(weights: dict) -> dict[str, float]:
+    """Workload weights as the team gives them (the context form, the API): at most 64
+    workloads named in 1 to 80 characters, each weighing 0 to 100; names with their
+    spaces squeezed, as the performance table names workloads."""
+    out: dict[str, float] = {}
+    for name, weight in weights.items():
+        key = " ".join(str(name).split())
+        try:
+            value = float(weight)
+        except (TypeError, ValueError):
+            value = -1.0
+        if not key or len(key) > 80 or not 0 <= value <= 100 or len(out) >= 64:
+            raise ValidationError(
+                f"{str(name)[:80]!r}={str(weight)[:20]}: a workload named in 1 to 80 "
+                'characters weighing 0 to 100 (e.g. "gemm bf16=3"), at most 64 of them'
+            )
+        out[key] = value
+    return out
+
+
 class DecisionContext(models.Model):
     """What only the team knows and the recommendation weighs: its time window, the
     scenario it is in, prices (for performance per dollar)."""
@@ -152,6 +173,20 @@ class DecisionContext(models.Model):
         blank=True,
         help_text="cases measured below the plausibility floor that the team confirmed as "
         'real, by key: ["gemm|{"m": 8192, "precision": "int8"}"]; they count again',
+    )
+
+    # What the team sets on the roadmap page's form and through the API.
+    TEAM_FIELDS = (
+        "time_window_weeks",
+        "engineers",
+        "multi_gpu",
+        "multi_vendor_fleet",
+        "new_cluster",
+        "needs_low_level_access",
+        "budget_limited",
+        "current_gpu_price",
+        "candidate_gpu_price",
+        "workload_weights",
     )
 
     def __str__(self) -> str:
