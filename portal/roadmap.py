@@ -50,7 +50,11 @@ class WeightsField(forms.CharField):
         text = super().to_python(value) or ""
         pairs = [item.partition("=") for item in text.replace("\n", ",").split(",")]
         # "name" alone (no "=") is a weight of None, which checked_weights refuses.
-        given = {name: number if sep else None for name, sep, number in pairs if name.strip()}
+        given = {
+            name: number if sep else None
+            for name, sep, number in pairs
+            if name.strip() or number.strip()  # "=3" has no name: refused, not dropped
+        }
         return checked_weights(given)
 
 
