@@ -146,17 +146,16 @@ def compare_samples(
     }
     if r.value is None:
         return Decision("noisy", r, p, None, {**detail, "reason": "no comparable samples"})
+    change = (r.value - 1.0) if higher_is_better else (1.0 / r.value - 1.0)
     for side, values in (("baseline", base), ("current", _clean(current))):
         cv = _cv(values)
         detail[f"cv_{side}"] = cv
         # Too noisy to conclude, unless the change is far past what that spread makes
         # (three CVs): a 2x slowdown at 12 % CV is news, a 10 % drift at 40 % is not.
         if cv is not None and cv > max_cv and abs(np.log(r.value)) < 3 * cv:
-            change = (r.value - 1.0) if higher_is_better else (1.0 / r.value - 1.0)
             return Decision(
                 "noisy", r, p, change, {**detail, "reason": f"{side} too noisy (CV {cv:.0%})"}
             )
-    change = (r.value - 1.0) if higher_is_better else (1.0 / r.value - 1.0)
     if r.low is None or r.high is None or p is None:
         return Decision("noisy", r, p, change, {**detail, "reason": "too few samples"})
     width = r.high / r.low - 1.0 if r.low > 0 else float("inf")
