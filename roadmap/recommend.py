@@ -84,14 +84,14 @@ PLAUSIBLE_PCT_OF_PEAK = 10.0
 Z95 = 1.96
 
 
-def _log_var(samples: list) -> tuple[float, int] | None:
-    """Variance of the log of a case's per-iteration rates, and how many there were; None
-    with fewer than two (no spread to read: the interval is unknown, not zero)."""
+def _mean_log_var(samples: list) -> float | None:
+    """The variance of the mean log of a case's per-iteration rates; None with fewer than
+    two (no spread to read: the interval is unknown, not zero)."""
     logs = [math.log(v) for v in samples or [] if isinstance(v, int | float) and v > 0]
     if len(logs) < 2:
         return None
     mean = sum(logs) / len(logs)
-    return sum((x - mean) ** 2 for x in logs) / (len(logs) - 1), len(logs)
+    return sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs)
 
 
 def _interval(log_ratio: float, se: float) -> tuple[float, float]:
@@ -154,13 +154,9 @@ def performance_ratio(facts: Facts) -> dict | None:
                  "pct_of_peak": [round(p, 1) for p in pcts]}
             )  # fmt: skip
             continue
-        spread_a, spread_b = _log_var(a.samples), _log_var(b.samples)
+        var_a, var_b = _mean_log_var(a.samples), _mean_log_var(b.samples)
         group["logs"].append(math.log(a.value / b.value))
-        group["vars"].append(
-            None
-            if spread_a is None or spread_b is None
-            else spread_a[0] / spread_a[1] + spread_b[0] / spread_b[1]
-        )
+        group["vars"].append(None if var_a is None or var_b is None else var_a + var_b)
     table = []
     for group in sorted(groups.values(), key=lambda g: g["workload"]):
         logs = group.pop("logs")
@@ -215,33 +211,23 @@ def nvidia_only_found(facts: Facts) -> list[str]:
             {"api": a.get("identifier", ""), "kind": a.get("kind"), "in_code": a.get("in_code")}
             for a in summary.get("top_apis", [])
         ]
-    found: list[str] = []
-
-    def add(what: str) -> None:
-        if what not in found:
-            found.append(what)
-
+    found: list[str] = []  # in the order found; repeats dropped at the end
     for group in groups:
         name = str(group.get("api") or "")
         if group.get("kind") not in NEEDS_DECISION or not group.get("in_code"):
             continue
-        for prefix, what in NVIDIA_ONLY_APIS.items():
-            if name.lower().startswith(prefix.lower()):
-                add(what)
+        found += [w for p, w in NVIDIA_ONLY_APIS.items() if name.lower().startswith(p.lower())]
     hazards = summary.get("hazards")
     for rule in hazards.get("rules", []) if isinstance(hazards, dict) else []:
         if not rule.get("enabled", True) or not rule.get("findings"):
             continue
         name = rule.get("name")
         if name in NVIDIA_ONLY_RULES:
-            add(NVIDIA_ONLY_RULES[name])
+            found.append(NVIDIA_ONLY_RULES[name])
         elif name == "library-rewrite":
-            for place in rule.get("locations", []):
-                text = str(place.get("text", "")).lower()
-                for library, what in LIBRARIES.items():
-                    if library in text:
-                        add(what)
-    return found
+            texts = [str(place.get("text", "")).lower() for place in rule.get("locations", [])]
+            found += [w for lib, w in LIBRARIES.items() if any(lib in t for t in texts)]
+    return list(dict.fromkeys(found))
 
 
 def recommend(facts: Facts) -> Recommendation:
