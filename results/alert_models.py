@@ -49,6 +49,15 @@ class AlertSettings(models.Model):
     def __str__(self) -> str:
         return f"alert settings of project {self.project_id}"
 
+    @property
+    def email_target(self) -> str:
+        """What one e-mail delivery is addressed to: every recipient, one message."""
+        return ",".join(self.emails)
+
+    def targets(self) -> list[str]:
+        """The delivery targets configured now: each webhook URL, and the e-mail, if any."""
+        return [*self.webhook_urls, *([self.email_target] if self.emails else [])]
+
     def wants(self, event: str) -> bool:
         return event in self.events
 

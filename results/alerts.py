@@ -98,7 +98,7 @@ def notify(
         ]
         if config.emails:
             deliveries.append(
-                Delivery(alert=alert, channel=DeliveryChannel.EMAIL, target=",".join(config.emails))
+                Delivery(alert=alert, channel=DeliveryChannel.EMAIL, target=config.email_target)
             )
         for delivery in Delivery.objects.bulk_create(deliveries):
             _queue(delivery.pk)

@@ -514,18 +514,17 @@ def alert_channel_tested(f: Facts) -> Verdict:
 
     alerts_page = Link("Set up alerts", reverse("portal:project-alerts", args=[f.project.pk]))
     configured = AlertSettings.objects.filter(project=f.project).first()
-    if configured is None or not (configured.webhook_urls or configured.emails):
+    if configured is None or not configured.targets():
         return Verdict(
             FAILED, "No alert channel (webhook or e-mail) is configured.", fix=alerts_page
         )
     # Only a delivery to a channel configured now counts: replacing a webhook URL or the
     # recipients resets the criterion until the new channel has been reached once.
-    current = [*configured.webhook_urls]
-    if configured.emails:
-        current.append(",".join(configured.emails))
     delivered = (
         Delivery.objects.filter(
-            alert__project=f.project, status=DeliveryStatus.DELIVERED, target__in=current
+            alert__project=f.project,
+            status=DeliveryStatus.DELIVERED,
+            target__in=configured.targets(),
         )
         .order_by("-delivered_at")
         .first()
