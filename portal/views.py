@@ -65,9 +65,8 @@ from roadmap.plan import PLANS, current_phases
 from stack.hipify.hazards import describe_rules
 from stack.kinds import KINDS
 from stack.textsafe import csv_row
-from teams.access import can_write, projects_for, teams_for, writable_team_ids
-from teams.choices import Role
-from teams.models import AdoptionProject, ApiDecision, Membership, SourceSnapshot, Team
+from teams.access import can_write, is_admin, projects_for, teams_for, writable_team_ids
+from teams.models import AdoptionProject, ApiDecision, SourceSnapshot, Team
 from teams.porting import PortingInputError, forget_decision, record_decision, save_porting_settings
 from teams.sources import (
     BROKER_DOWN_NOTE,
@@ -478,9 +477,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "blocked": blocked,
             "source_ready": ready,
             "current_code": current_code(project),
-            "is_admin": Membership.objects.filter(
-                user=request.user, team_id=project.team_id, role=Role.ADMIN
-            ).exists(),
+            "is_admin": is_admin(request.user, project.team_id),
         },
     )
 

@@ -203,14 +203,11 @@ class NotAllowed(OverrideError):
 
 
 def _may_override(phase: Phase, user: Any) -> bool:
-    from teams.choices import Role
-    from teams.models import Membership
+    from teams.access import is_admin
 
     if phase.owner_id is not None and phase.owner_id == getattr(user, "pk", None):
         return True
-    return Membership.objects.filter(
-        user=user, team_id=phase.project.team_id, role=Role.ADMIN
-    ).exists()
+    return is_admin(user, phase.project.team_id)
 
 
 def override_gate(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from teams.choices import WRITE_ROLES
+from teams.choices import WRITE_ROLES, Role
 from teams.models import AdoptionProject, Membership, Team
 
 AnyUser = AbstractBaseUser | AnonymousUser
@@ -44,3 +44,12 @@ def projects_for(user: AnyUser) -> QuerySet[AdoptionProject]:
 
 def can_write(user: AnyUser, team_id: int) -> bool:
     return team_id in writable_team_ids(user)
+
+
+def is_admin(user: AnyUser, team_id: int) -> bool:
+    """An admin of the team: the acts that change what a decision reads (the current code,
+    a gate's override) are theirs."""
+    return (
+        user.is_authenticated
+        and Membership.objects.filter(user=user, team_id=team_id, role=Role.ADMIN).exists()
+    )

@@ -600,12 +600,11 @@ def current_code(project: AdoptionProject) -> dict[str, Any]:
 
 def switch_lineage(project: AdoptionProject, source: SourceSnapshot, user: Any) -> None:
     """Make ``source``'s lineage the current code, as a team admin; SourceError else."""
-    from teams.choices import Role
-    from teams.models import Membership
+    from teams.access import is_admin
 
     if source.project_id != project.pk or source.status != SourceSnapshot.Status.READY:
         raise SourceError(f"source {source.pk} is not a ready source of this project")
-    if not Membership.objects.filter(user=user, team_id=project.team_id, role=Role.ADMIN).exists():
+    if not is_admin(user, project.team_id):
         raise NotAdmin("only an admin of the team switches the project's current code")
     AdoptionProject.objects.filter(pk=project.pk).update(
         current_lineage=source.lineage_key,
