@@ -33,8 +33,9 @@ def own_deployment(settings) -> None:
     settings.ROCPATH_DEPLOYMENT = f"test-ee-{uuid.uuid4().hex[:12]}"
 
 
-@pytest.mark.parametrize("run", range(5))
-def test_a_container_that_exits_at_once_ends_its_job(team, job_image, monkeypatch, run):
+@pytest.fixture
+def exiting(team, job_image, monkeypatch) -> tuple:
+    """A running job and its spec, whose container runs /bin/true (exits at once)."""
     job = make_job(team, status=JobStatus.RUNNING, worker="w@h")
     spec = JobSpec(
         job_id=job.pk, kind="noop", job_dir=services.job_dir(job.pk), timeout_s=30, image=job_image
@@ -49,6 +50,12 @@ def test_a_container_that_exits_at_once_ends_its_job(team, job_image, monkeypatc
         return params
 
     monkeypatch.setattr(docker_executor, "container_params", exits_at_once)
+    return job, spec
+
+
+@pytest.mark.parametrize("run", range(5))
+def test_a_container_that_exits_at_once_ends_its_job(exiting, run):
+    job, spec = exiting
     ended: list[Outcome] = []
     runner = threading.Thread(
         target=lambda: ended.append(docker_executor.DockerExecutor().run(spec, Recorder())),
@@ -61,26 +68,13 @@ def test_a_container_that_exits_at_once_ends_its_job(team, job_image, monkeypatc
     assert ended[0].exit_code == 0 and not ended[0].timed_out
 
 
-def test_a_container_left_by_an_earlier_try_of_the_same_attempt_is_replaced(
-    team, job_image, monkeypatch
-):
-    job = make_job(team, status=JobStatus.RUNNING, worker="w@h")
-    spec = JobSpec(
-        job_id=job.pk, kind="noop", job_dir=services.job_dir(job.pk), timeout_s=30, image=job_image
-    )
-    spec.job_dir.mkdir(parents=True)
-    spec.params_file.write_text("{}")
-    real = docker_executor.container_params
-
-    def exits_at_once(spec: JobSpec, gpu) -> dict:
-        params = real(spec, gpu)
-        params["entrypoint"], params["command"] = ["/bin/true"], []
-        return params
-
-    monkeypatch.setattr(docker_executor, "container_params", exits_at_once)
+def test_a_container_left_by_an_earlier_try_of_the_same_attempt_is_replaced(exiting):
+    job, spec = exiting
     # The container a killed worker left: same deployment, job and attempt, so same name.
     spec.out_dir.mkdir()
-    docker_executor.client().containers.create(**exits_at_once(spec, docker_executor.NO_GPU))
+    docker_executor.client().containers.create(
+        **docker_executor.container_params(spec, docker_executor.NO_GPU)
+    )
     try:
         outcome = docker_executor.DockerExecutor().run(spec, Recorder())
     finally:

@@ -50,6 +50,28 @@ def scan(
     )
 
 
+# One API HIP lacks (a graph call), one device function it lacks (a warp shuffle with a
+# 32-lane mask), and the project's own comment naming another: only code counts.
+GAPS_CU = """\
+#include <cuda_runtime.h>
+// cuTexRefSetArray was how this used to work
+__global__ void reduce(float* x) {
+  float v = x[threadIdx.x];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+  if (threadIdx.x == 0) x[0] = v;
+}
+int run(float* d, cudaGraphExec_t e) {
+  reduce<<<1, 32>>>(d);
+  cudaGraphExecNodeSetParams(e, nullptr, nullptr);
+  return 0;
+}
+"""
+# The same kernel with NVSHMEM included too: a library with no drop-in HIP counterpart.
+NVIDIA_ONLY_CU = GAPS_CU.replace(
+    "#include <cuda_runtime.h>\n", "#include <cuda_runtime.h>\n#include <nvshmem.h>\n"
+)
+
+
 def real_scan(project, files: dict[str, str], *, source=None, **params):
     """A succeeded scan job whose summary is what the hipify-scan runner wrote for
     ``files`` (its fast engine reads hipify-perl's tables, in this process): the decision

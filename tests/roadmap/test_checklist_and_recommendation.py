@@ -10,7 +10,15 @@ from roadmap.criteria import Facts
 from roadmap.models import ChecklistAnswer, DecisionContext
 from roadmap.recommend import CUDA, ROCM, UNDECIDED, nvidia_only_found, recommend
 from teams.models import ApiDecision
-from tests.roadmap.conftest import benchmark, environment, ready_source, real_scan, scan
+from tests.roadmap.conftest import (
+    GAPS_CU,
+    NVIDIA_ONLY_CU,
+    benchmark,
+    environment,
+    ready_source,
+    real_scan,
+    scan,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -72,25 +80,6 @@ def test_a_multi_vendor_fleet_with_a_good_measured_ratio_moves_to_rocm(project):
     assert "multi-vendor fleet" in texts and "1.06x" in texts
 
 
-# A kernel with what hipify neither converts nor has: NVSHMEM (a library with no drop-in),
-# a CUDA graph API HIP lacks, and a warp shuffle HIP has no device function for.
-NVIDIA_ONLY_CU = """\
-#include <cuda_runtime.h>
-#include <nvshmem.h>
-__global__ void reduce(float* x) {
-  float v = x[threadIdx.x];
-  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
-  if (threadIdx.x == 0) x[0] = v;
-}
-int run(float* d, cudaGraphExec_t e) {
-  reduce<<<1, 32>>>(d);
-  void* p = nvshmem_malloc(64);
-  cudaGraphExecNodeSetParams(e, nullptr, nullptr);
-  return 0;
-}
-"""
-
-
 @pytest.mark.process  # the scan runner asks hipify-perl for its tables
 def test_nvidia_only_technology_a_real_scan_finds_keeps_a_team_on_cuda(project):
     real_scan(project, {"reduce.cu": NVIDIA_ONLY_CU})
@@ -106,7 +95,7 @@ def test_nvidia_only_technology_a_real_scan_finds_keeps_a_team_on_cuda(project):
 
 @pytest.mark.process
 def test_a_graph_api_the_team_decided_no_longer_holds_it_on_cuda(project, user):
-    real_scan(project, {"graph.cu": NVIDIA_ONLY_CU.replace("#include <nvshmem.h>", "")})
+    real_scan(project, {"graph.cu": GAPS_CU})
     ApiDecision.objects.create(
         project=project, api="cudaGraphExecNodeSetParams", decision="port", decided_by=user
     )

@@ -14,6 +14,7 @@ from roadmap.criteria import FAILED, NOT_NEEDED, PASSED, UNAVAILABLE, Facts
 from roadmap.models import DecisionContext
 from tests.factories import make_job
 from tests.roadmap.conftest import (
+    GAPS_CU,
     benchmark,
     compile_job,
     derived,
@@ -212,24 +213,6 @@ def test_metrics_pass_once_a_scrape_succeeded(project, settings, client):
     response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-for-tests")
     assert response.status_code == 200
     assert verdict("metrics_scraped", project).status == PASSED
-
-
-# One API HIP lacks (a graph call), one device function it lacks (a warp shuffle with a
-# 32-lane mask), and the project's own comment naming another: only code counts.
-GAPS_CU = """\
-#include <cuda_runtime.h>
-// cuTexRefSetArray was how this used to work
-__global__ void reduce(float* x) {
-  float v = x[threadIdx.x];
-  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
-  if (threadIdx.x == 0) x[0] = v;
-}
-int run(float* d, cudaGraphExec_t e) {
-  reduce<<<1, 32>>>(d);
-  cudaGraphExecNodeSetParams(e, nullptr, nullptr);
-  return 0;
-}
-"""
 
 
 @pytest.mark.process  # the scan runner asks hipify-perl for its tables

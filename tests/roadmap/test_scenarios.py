@@ -10,8 +10,7 @@ from rest_framework.test import APIClient
 from roadmap.models import DecisionContext
 from teams.choices import Role
 from tests.factories import add_member, make_project, make_user
-from tests.roadmap.conftest import derived, h200_document, ingest, real_scan
-from tests.roadmap.test_criteria import GAPS_CU
+from tests.roadmap.conftest import GAPS_CU, derived, h200_document, ingest, real_scan
 
 pytestmark = [pytest.mark.django_db, pytest.mark.process]  # the scan reads hipify-perl's tables
 

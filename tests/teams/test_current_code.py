@@ -12,23 +12,9 @@ from roadmap.recommend import recommend
 from teams.choices import Role
 from teams.sources import current_code, newest_ready, switch_lineage
 from tests.factories import add_member, make_project, make_user
-from tests.roadmap.conftest import ready_source, real_scan
+from tests.roadmap.conftest import GAPS_CU, ready_source, real_scan
 
-CUDA_TREE = {
-    "kernels/reduce.cu": """\
-#include <cuda_runtime.h>
-__global__ void reduce(float* x) {
-  float v = x[threadIdx.x];
-  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
-  if (threadIdx.x == 0) x[0] = v;
-}
-int run(float* d, cudaGraphExec_t e) {
-  reduce<<<1, 32>>>(d);
-  cudaGraphExecNodeSetParams(e, nullptr, nullptr);
-  return 0;
-}
-""",
-}
+CUDA_TREE = {"kernels/reduce.cu": GAPS_CU}
 PLAIN_C = {"util.c": "int add(int a, int b) { return a + b; }\n"}
 
 pytestmark = [pytest.mark.django_db, pytest.mark.process]  # real scans: hipify-perl's tables
