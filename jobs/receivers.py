@@ -1,16 +1,20 @@
-"""What jobs itself does when a job ends: register the tuned file a job declared, tell the
-source what a scan of it found."""
+"""What jobs itself does when a job succeeds: register the tuned file a job declared, tell
+the source what a scan of it found. One receiver, so the job is read once."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from django.dispatch import receiver
 
 from jobs.finished import job_finished
 
+if TYPE_CHECKING:
+    from jobs.models import Job
 
-@receiver(job_finished, dispatch_uid="jobs.register_tuned_file")
-def register_tuned_file(sender: object, *, job_id: int, status: str, **_: object) -> None:
-    """A succeeded job whose result declares ``summary.tuned_file`` gets it registered."""
+
+@receiver(job_finished, dispatch_uid="jobs.job_succeeded")
+def job_succeeded(sender: object, *, job_id: int, status: str, **_: object) -> None:
     from jobs.choices import JobStatus
     from jobs.models import Job
     from jobs.services.tuned_files import register_from_job
@@ -18,21 +22,17 @@ def register_tuned_file(sender: object, *, job_id: int, status: str, **_: object
     if status != JobStatus.SUCCEEDED:
         return
     job = Job.objects.filter(pk=job_id).first()
-    if job is not None:
-        register_from_job(job)
+    if job is None:
+        return
+    register_from_job(job)  # a result that declares ``summary.tuned_file``
+    record_scan_of_source(job)
 
 
-@receiver(job_finished, dispatch_uid="jobs.record_scan_of_source")
-def record_scan_of_source(sender: object, *, job_id: int, status: str, **_: object) -> None:
+def record_scan_of_source(job: Job) -> None:
     """A succeeded HIPIFY scan of a source tells the source how many CUDA references it has."""
-    from jobs.choices import JobStatus
-    from jobs.models import Job
     from stack.kinds import hipify_scan
     from teams.sources import record_cuda_refs
 
-    if status != JobStatus.SUCCEEDED:
-        return
-    job = Job.objects.filter(pk=job_id, kind=hipify_scan.KIND.name).first()
-    if job is not None and job.source_id is not None:
+    if job.kind == hipify_scan.KIND.name and job.source_id is not None:
         totals = (job.summary or {}).get("totals") or {}
         record_cuda_refs(job.source_id, int(totals.get("cuda_refs") or 0))

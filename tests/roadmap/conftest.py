@@ -101,9 +101,9 @@ def real_scan(project, files: dict[str, str], *, source=None, **params):
         summary=result.summary,
     )
     # What the job-finished signal does once a real scan's job commits.
-    from jobs.receivers import record_scan_of_source
+    from jobs.receivers import job_succeeded
 
-    record_scan_of_source("jobs.Job", job_id=job.pk, status=JobStatus.SUCCEEDED)
+    job_succeeded("jobs.Job", job_id=job.pk, status=JobStatus.SUCCEEDED)
     return job
 
 
