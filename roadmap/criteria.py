@@ -142,6 +142,26 @@ class Facts:
         return {a.question: a for a in ChecklistAnswer.objects.filter(project=self.project)}
 
     @cached_property
+    def lacking(self) -> list[dict[str, Any]]:
+        """The APIs HIP lacks that the project's own code uses: api, kind, in_code and the
+        team's decision (its label, or None while open). From the current scan's API
+        groups; for a scan from before them, its most used identifiers, none decided."""
+        if self.api_groups is not None:
+            return [
+                {"api": g["api"], "kind": g["kind"], "in_code": g.get("in_code", 0),
+                 "decision": (g["decision"] or {}).get("label")}
+                for g in self.api_groups[0]
+                if g["state"] != "not_needed"
+            ]  # fmt: skip
+        top = (self.scan.summary or {}).get("top_apis", []) if self.scan else []
+        return [
+            {"api": a.get("identifier", ""), "kind": a.get("kind"), "in_code": a["in_code"],
+             "decision": None}
+            for a in top
+            if a.get("kind") in NEEDS_DECISION and a.get("in_code")
+        ]  # fmt: skip
+
+    @cached_property
     def benchmark_sides(self) -> dict[str, Job]:
         """The newest succeeded blas-bench job of the current GPU (any vendor but AMD) and
         of an AMD candidate, where each exists."""

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from roadmap.checklist import NO
-from roadmap.criteria import NEEDS_DECISION, Facts, Link
+from roadmap.criteria import Facts, Link
 from stack.hipify.families import HOURS_PER_DAY
 
 ROCM, CUDA, UNDECIDED = "rocm", "cuda", "undecided"
@@ -204,18 +204,10 @@ def nvidia_only_found(facts: Facts) -> list[str]:
     if scan is None:
         return []
     summary = scan.summary or {}
-    if facts.api_groups is not None:
-        groups = [g for g in facts.api_groups[0] if g["state"] == "open"]
-    else:  # a scan from before API groups: its most used APIs, none decided
-        groups = [
-            {"api": a.get("identifier", ""), "kind": a.get("kind"), "in_code": a.get("in_code")}
-            for a in summary.get("top_apis", [])
-        ]
+    groups = [g for g in facts.lacking if g["decision"] is None]  # the open ones
     found: list[str] = []  # in the order found; repeats dropped at the end
     for group in groups:
-        name = str(group.get("api") or "")
-        if group.get("kind") not in NEEDS_DECISION or not group.get("in_code"):
-            continue
+        name = str(group["api"] or "")
         found += [w for p, w in NVIDIA_ONLY_APIS.items() if name.lower().startswith(p.lower())]
     hazards = summary.get("hazards")
     for rule in hazards.get("rules", []) if isinstance(hazards, dict) else []:

@@ -21,33 +21,6 @@ def _link(link) -> dict[str, str] | None:
     return {"label": link.label, "url": link.url} if link else None
 
 
-def _lacking(facts: Any, summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The APIs HIP lacks that the project's own code uses, open ones first, each with the
-    team's decision: the groups the gate counts (from the scan's most used identifiers,
-    none decided, for a scan from before API groups)."""
-    from roadmap.criteria import NEEDS_DECISION
-
-    if facts.api_groups is not None:
-        rows = [
-            {
-                "api": g["api"],
-                "kind": g["kind"],
-                "in_code": g.get("in_code", 0),
-                "decision": (g["decision"] or {}).get("label"),
-            }
-            for g in facts.api_groups[0]
-            if g["state"] != "not_needed"
-        ]
-    else:
-        rows = [
-            {"api": a["identifier"], "kind": a["kind"], "in_code": a.get("in_code", 0),
-             "decision": None}
-            for a in summary.get("top_apis", [])
-            if a.get("kind") in NEEDS_DECISION and a.get("in_code")
-        ]  # fmt: skip
-    return sorted(rows, key=lambda r: (r["decision"] is not None, -r["in_code"], r["api"]))
-
-
 def roadmap_document(project: Any) -> dict[str, Any]:
     """Phases, gates, tasks, checklist, recommendation and the porting and benchmark
     figures behind them, as plain data."""
@@ -150,7 +123,11 @@ def roadmap_document(project: Any) -> dict[str, Any]:
             "totals": summary.get("totals"),
             "effort": summary.get("effort"),
             "unsupported_in_code": facts.unsupported_in_code,
-            "top_unsupported": _lacking(facts, summary)[:15],
+            # open ones first, then the most used
+            "top_unsupported": sorted(
+                facts.lacking,
+                key=lambda r: (r["decision"] is not None, -r["in_code"], r["api"]),
+            )[:15],
         },
         "benchmarks": (
             {
