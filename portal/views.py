@@ -22,13 +22,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
-from rest_framework.settings import api_settings
 
 from jobs import services
 from jobs.access import artifacts_for, jobs_for
 from jobs.api.authentication import rotate_token, token_expires_at
 from jobs.api.errors import bound_errors
-from jobs.api.throttles import SubmitThrottle, take_submit_allowance
+from jobs.api.throttles import take_submit_allowance, too_many_submissions
 from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.fleet_view import waiting_for
@@ -270,8 +269,7 @@ def job_submit(request: HttpRequest) -> HttpResponse:
     # Counted before the form is read, as the API counts a POST: one allowance for both.
     wait = take_submit_allowance(request.user) if request.method == "POST" else None
     if wait is not None:
-        rate = api_settings.DEFAULT_THROTTLE_RATES.get(SubmitThrottle.scope)
-        form.add_error(None, f"Too many submissions (at most {rate}): try again in {wait} seconds.")
+        form.add_error(None, too_many_submissions(wait))
     elif request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -330,10 +328,7 @@ def job_rerun(request: HttpRequest, pk: int) -> HttpResponse:
     original = _job(request, pk)
     # A rerun is a submission: the button takes from the allowance the form and the API use.
     if (wait := take_submit_allowance(request.user)) is not None:
-        rate = api_settings.DEFAULT_THROTTLE_RATES.get(SubmitThrottle.scope)
-        messages.error(
-            request, f"Too many submissions (at most {rate}): try again in {wait} seconds."
-        )
+        messages.error(request, too_many_submissions(wait))
         response = redirect("portal:job-detail", pk=original.pk)
         response["Retry-After"] = str(wait)
         return response

@@ -92,3 +92,9 @@ def take_submit_allowance(user: Any) -> int | None:
     if UserRateThrottle.allow_request(throttle, caller, None):  # type: ignore[arg-type]
         return None
     return max(1, math.ceil(throttle.wait() or 1))
+
+
+def too_many_submissions(wait: int) -> str:
+    """What the portal says past the submit rate (the form and the rerun button alike)."""
+    rate = api_settings.DEFAULT_THROTTLE_RATES.get(SubmitThrottle.scope)
+    return f"Too many submissions (at most {rate}): try again in {wait} seconds."
