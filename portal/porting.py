@@ -18,7 +18,7 @@ from jobs.services import artifact_file
 from stack import contract
 from stack.kinds import compile_check, hipify_scan
 from teams.models import AdoptionProject
-from teams.porting import api_groups_with_decisions, decisions_of
+from teams.porting import api_groups_with_decisions, decisions_of, lacking_refs
 
 SCAN = hipify_scan.KIND.name  # also the benchmark its measurements are stored under
 COMPILE = compile_check.KIND.name
@@ -273,6 +273,8 @@ def porting_report(
         "unconverted_split": summary.get("unconverted_split"),
         "hazards": summary.get("hazards"),
         "warnings_by_kind": summary.get("warnings_by_kind", {}),
+        # the count the estimate, the gates and the report read (the project's own code)
+        "lacking": lacking_refs(summary) if scan else None,
         "families": summary.get("families", {}),
         "identity_mappings": identity,
         # identity mappings split: CUDA names HIP keeps as they are (texture) vs names

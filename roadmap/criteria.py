@@ -30,11 +30,11 @@ from jobs.models import Job
 from roadmap.models import ChecklistAnswer
 from roadmap.plan import kinds_serving
 from stack.kinds import RoadmapTask, blas_bench, compile_check, hipify_scan
+from teams.porting import NEEDS_DECISION, api_groups_with_decisions, decisions_of, lacking_refs
 
 PASSED, FAILED, UNAVAILABLE, NOT_NEEDED = "passed", "failed", "unavailable", "not_needed"
 OPEN = (PASSED, NOT_NEEDED)  # what lets a gate open without an override
 # The kinds of finding that are an API HIP lacks: each group of them needs a decision.
-NEEDS_DECISION = ("unsupported", "removed", "unsupported_device_function")
 
 
 @dataclass(frozen=True)
@@ -116,21 +116,12 @@ class Facts:
         device functions HIP lacks (``__shfl_down_sync``), vendored files left out, as the
         effort estimate counts them. Counting the "unsupported" kind alone said "0
         unsupported references" of a tree whose only gap was a device function."""
-        if self.scan is None:
-            return None
-        summary = self.scan.summary or {}
-        inputs = (summary.get("effort") or {}).get("inputs")
-        if inputs is not None:
-            return sum(int(inputs.get(f"{kind}_refs", 0) or 0) for kind in NEEDS_DECISION)
-        kinds = summary.get("warnings_by_kind", {})
-        return sum(int(kinds.get(kind, {}).get("code", 0) or 0) for kind in NEEDS_DECISION)
+        return None if self.scan is None else lacking_refs(self.scan.summary or {})["total"]
 
     @cached_property
     def api_groups(self) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
         """The current scan's API groups HIP lacks, each with the team's decision, and the
         tally (decided / open); None for a scan from before API groups were recorded."""
-        from teams.porting import api_groups_with_decisions, decisions_of
-
         groups = (self.scan.summary or {}).get("api_groups") if self.scan else None
         if groups is None:
             return None

@@ -94,6 +94,44 @@ def _mean_log_var(samples: list) -> float | None:
     return sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs)
 
 
+def profile_gemm_flops(facts: Facts) -> tuple[object, dict[str, float]] | None:
+    """The GEMM work of the team's own workload, per precision: 2·m·n·k·batch FLOPs times
+    the calls of each shape its newest profile recorded (``summary.gemm_shapes``, as the
+    profile kind writes it); None without a profile that recorded any."""
+    from stack.kinds.profile import KIND as PROFILE
+
+    for job in facts.of_kinds([PROFILE.name]):
+        rows = (job.summary or {}).get("gemm_shapes") or []
+        flops: dict[str, float] = {}
+        for row in rows:
+            try:
+                work = 2.0 * row["m"] * row["n"] * row["k"] * row.get("batch", 1) * row["calls"]
+            except (KeyError, TypeError):
+                continue  # a row another version wrote differently decides nothing
+            flops[str(row["precision"])] = flops.get(str(row["precision"]), 0.0) + work
+        if flops:
+            return job, flops
+    return None
+
+
+def _profile_weights(facts: Facts, table: list[dict]) -> tuple[object, dict[str, float]] | None:
+    """Default weights of the GEMM workloads from the team's profile: each precision's share
+    of the profile's GEMM *time* on the current GPU (its FLOPs over the current side's
+    measured rate), spread over the weight the GEMM rows would have had equally (one each),
+    so non-GEMM rows (bandwidth) keep theirs. None without a profile, or when it ran no
+    precision the benchmarks measured (the summary then stays unweighted, and says so)."""
+    found = profile_gemm_flops(facts)
+    if found is None:
+        return None
+    job, flops = found
+    gemm = [g for g in table if g["benchmark"] == "gemm" and g["current_rate"]]
+    times = {g["workload"]: flops.get(g["precision"], 0.0) / g["current_rate"] for g in gemm}
+    total = sum(times.values())
+    if total <= 0:
+        return None
+    return job, {name: round(len(gemm) * t / total, 3) for name, t in times.items()}
+
+
 def _interval(log_ratio: float, se: float) -> tuple[float, float]:
     return math.exp(log_ratio - Z95 * se), math.exp(log_ratio + Z95 * se)
 
@@ -144,7 +182,7 @@ def performance_ratio(facts: Facts) -> dict | None:
         group = groups.setdefault(
             name,
             {"workload": name, "benchmark": key[0], "precision": precision, "unit": a.unit,
-             "logs": [], "vars": [], "flagged": []},
+             "logs": [], "vars": [], "flagged": [], "current_logs": []},
         )  # fmt: skip
         pcts = [e["pct_of_peak"].value for e in (cand, cur) if "pct_of_peak" in e]
         flag = f"{key[0]}|{key[1]}"  # what the team confirms a flagged case back in by
@@ -156,19 +194,32 @@ def performance_ratio(facts: Facts) -> dict | None:
             continue
         var_a, var_b = _mean_log_var(a.samples), _mean_log_var(b.samples)
         group["logs"].append(math.log(a.value / b.value))
+        group["current_logs"].append(math.log(b.value))
         group["vars"].append(None if var_a is None or var_b is None else var_a + var_b)
     table = []
     for group in sorted(groups.values(), key=lambda g: g["workload"]):
         logs = group.pop("logs")
         variances = group.pop("vars")
+        current_logs = group.pop("current_logs")
+        group["current_rate"] = (
+            math.exp(sum(current_logs) / len(current_logs)) if current_logs else None
+        )
         group["cases"] = len(logs)
-        group["weight"] = float(weights.get(group["workload"], 1))
         if logs:
             mean = sum(logs) / len(logs)
             se = None if None in variances else math.sqrt(sum(variances)) / len(logs)
             group["ratio"], group["log"], group["se"] = math.exp(mean), mean, se
             group["low"], group["high"] = _interval(mean, se) if se is not None else (None, None)
         table.append(group)
+    profiled = _profile_weights(facts, table)
+    for group in table:
+        if group["workload"] in weights:
+            group["weight"], group["weight_from"] = float(weights[group["workload"]]), "team"
+        elif profiled is not None and group["workload"] in profiled[1]:
+            group["weight"] = profiled[1][group["workload"]]
+            group["weight_from"] = f"profile job {profiled[0].pk}"
+        else:
+            group["weight"], group["weight_from"] = 1.0, "equal"
     counted = [g for g in table if g["cases"] and g["weight"] > 0]
     if not counted:
         return None
@@ -187,6 +238,7 @@ def performance_ratio(facts: Facts) -> dict | None:
         "cases": sum(g["cases"] for g in counted),
         "flagged": sum(len(g["flagged"]) for g in table),
         "table": table,
+        "profile": profiled[0] if profiled else None,
         "candidate": cand,
         "current": cur,
         "candidate_gpu": cand.environment.gpu_model,

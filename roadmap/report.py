@@ -146,11 +146,13 @@ def roadmap_document(project: Any) -> dict[str, Any]:
                 "candidate_date": perf["candidate_date"].date().isoformat()
                 if perf["candidate_date"]
                 else None,
+                "profile_job": perf["profile"].pk if perf["profile"] else None,
                 "table": [
                     {
                         "workload": g["workload"],
                         "cases": g["cases"],
                         "weight": g["weight"],
+                        "weight_from": g["weight_from"],
                         "ratio": round(g["ratio"], 3) if g["cases"] else None,
                         "low": round(g["low"], 3) if g["cases"] and g["low"] is not None else None,
                         "high": round(g["high"], 3)
@@ -268,13 +270,21 @@ def markdown(doc: dict[str, Any], base: str = "") -> str:
             f"{b['ratio']}x throughput (95 % {b['low'] or '?'}-{b['high'] or '?'}), weighted "
             f"over the workloads below, {b['cases']} cases."
         )
-        out += ["", "| workload | cases | ratio | 95 % | weight | left out (< 10 % of peak) |"]
-        out.append("| --- | ---: | ---: | --- | ---: | ---: |")
+        if b["profile_job"]:
+            out.append(
+                f"GEMM weights not set by the team follow each precision's share of GEMM time "
+                f"in profile job {b['profile_job']}."
+            )
+        out += [
+            "",
+            "| workload | cases | ratio | 95 % | weight | from | left out (< 10 % of peak) |",
+        ]
+        out.append("| --- | ---: | ---: | --- | ---: | --- | ---: |")
         for g in b["table"]:
             span = f"{g['low']}-{g['high']}" if g["low"] is not None else "-"
             out.append(
                 f"| {md(g['workload'])} | {g['cases']} | {g['ratio'] or '-'} | {span} | "
-                f"{g['weight']:g} | {len(g['flagged'])} |"
+                f"{g['weight']:g} | {g['weight_from']} | {len(g['flagged'])} |"
             )
     else:
         out.append("No like-for-like benchmark of the current and a candidate GPU yet.")

@@ -12,6 +12,9 @@ from typing import Any
 from stack.hipify.hazards import RULE_NAMES
 from teams.models import AdoptionProject, ApiDecision
 
+# The kinds of hipify warning that name an API HIP lacks: each needs a decision, and each
+# reference in the project's own code is porting work (the estimate's terms).
+NEEDS_DECISION = ("unsupported", "removed", "unsupported_device_function")
 MAX_API_CHARS = 200
 MAX_NOTE_CHARS = 5000
 MAX_GLOBS = 200
@@ -25,6 +28,25 @@ class PortingInputError(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+def lacking_refs(summary: dict[str, Any]) -> dict[str, int]:
+    """References in the project's own code to APIs HIP lacks, per kind and in ``total``:
+    what the estimate counts (its inputs; vendored files, comments and strings left out).
+    The porting page's tiles, the gates, the report and the checklist read this one count;
+    the page once showed hipify's per-kind totals beside it ("350 unsupported" vs 236). A
+    scan from before the estimate recorded its inputs falls back to hipify's in-code
+    counts."""
+    inputs = (summary.get("effort") or {}).get("inputs")
+    kinds = summary.get("warnings_by_kind") or {}
+    out = {
+        kind: int(inputs.get(f"{kind}_refs", 0) or 0)
+        if inputs is not None
+        else int((kinds.get(kind) or {}).get("code", 0) or 0)
+        for kind in NEEDS_DECISION
+    }
+    out["total"] = sum(out.values())
+    return out
 
 
 def record_decision(

@@ -332,3 +332,28 @@ def test_a_scan_of_another_tree_starts_its_own_lineage_and_the_burn_down_never_m
     assert older["scan"]["job"] == second and [p["job"] for p in older["burn_down"]] == [second]
     page = client.get(f"/projects/{project.pk}/porting/").content.decode()
     assert "Lineage <b>upload solver</b>" in page and "?lineage=upload%20other" in page
+
+
+@needs_hipify
+@pytest.mark.process
+def test_the_page_counts_what_hip_lacks_as_the_gates_and_the_report_count_it(user, team):
+    """One count everywhere: the page's tile showed hipify's per-kind totals (vendored
+    files, comments) beside the gate's count ("350 unsupported" vs 236)."""
+    from roadmap.criteria import Facts
+    from roadmap.report import roadmap_document
+    from tests.roadmap.conftest import GAPS_CU
+
+    project = make_project(team, "reduce")
+    _upload(project, user, "", files={"src/reduce.cu": GAPS_CU, "third_party/r.cu": GAPS_CU})
+    _scan(user, project)
+    counted = Facts(project).unsupported_in_code
+    # The shuffle and the graph call in the project's own file; the copy under
+    # third_party/ and the comment's cuTexRefSetArray are not counted.
+    assert counted == 2
+    assert roadmap_document(project)["porting"]["unsupported_in_code"] == counted
+    client = Client()
+    client.force_login(user)
+    html = client.get(f"/projects/{project.pk}/porting/").content.decode()
+    tile = html.split('id="lacking"><b>')[1]
+    assert tile.startswith(f"{counted}</b>")
+    assert "1 unsupported, 0 removed, 1 device functions" in tile.split("</div>")[0]

@@ -188,13 +188,13 @@ def derived(
 
 
 def ingest(project, document: dict):
-    """A blas-bench job of the project that ran and handed back ``document``: stored by the
-    worker's own ingest."""
+    """A job of the project (of the document's kind: blas-bench, profile) that ran and
+    handed back ``document``: stored by the worker's own ingest."""
     from django.db import transaction
 
     from jobs.services.ingest import ingest_result
 
-    job = make_job(project.team, project=project, kind=blas_bench.KIND.name,
+    job = make_job(project.team, project=project, kind=document.get("kind", blas_bench.KIND.name),
                    status=JobStatus.RUNNING, worker="w@h")  # fmt: skip
     with transaction.atomic():
         ingest_result(job, document, None, exit_code=0)

@@ -5,6 +5,7 @@ peak) against a candidate derived from it (issue 38: one implausible case decide
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -16,7 +17,7 @@ from roadmap.models import DecisionContext
 from roadmap.recommend import PLAUSIBLE_PCT_OF_PEAK, performance_ratio
 from roadmap.report import markdown, roadmap_document
 from tests.factories import make_project
-from tests.roadmap.conftest import derived, h200_document, ingest
+from tests.roadmap.conftest import H200, derived, h200_document, ingest
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +107,54 @@ def test_the_team_confirms_a_flagged_case_back_in(project, user):
     assert again["cases"] == int8["cases"] + 1
     assert len(again["flagged"]) == len(int8["flagged"]) - 1
     assert after["flagged"] == before["flagged"] - 1
+
+
+PROFILES = H200.parent / "tune-h200"  # the profile jobs the H200 ran (docs/hardware.md)
+
+
+def stored_profile(project, name: str):
+    return ingest(project, json.loads((PROFILES / name).read_text()))
+
+
+def test_the_teams_profile_sets_the_default_gemm_weights(project):
+    """The transformer block profiled on the H200 ran bf16 GEMMs only: bf16 carries the
+    weight the seven GEMM rows had between them; the other benchmarks keep theirs."""
+    profile = stored_profile(project, "replay/transformer-profile.json")
+    project.refresh_from_db()
+    perf = performance_ratio(Facts(project))
+    table = {g["workload"]: g for g in perf["table"]}
+    gemm_rows = [g for g in perf["table"] if g["benchmark"] == "gemm" and g["cases"]]
+    assert table["gemm bf16"]["weight"] == len(gemm_rows) == 7
+    assert table["gemm bf16"]["weight_from"] == f"profile job {profile.pk}"
+    assert {table[f"gemm {p}"]["weight"] for p in ("fp64", "fp32", "fp16", "int8")} == {0}
+    assert (table["fft fp32"]["weight"], table["fft fp32"]["weight_from"]) == (1, "equal")
+    counted = [g for g in perf["table"] if g["cases"] and g["weight"] > 0]
+    assert perf["ratio"] == pytest.approx(
+        math.exp(
+            sum(g["weight"] * math.log(g["ratio"]) for g in counted)
+            / sum(g["weight"] for g in counted)
+        )
+    )
+    assert perf["profile"] == profile
+    text = markdown(roadmap_document(project), base="https://rocpath.example")
+    assert f"share of GEMM time in profile job {profile.pk}" in text
+    row = next(line for line in text.splitlines() if line.startswith("| gemm bf16 |"))
+    assert f"| 7 | profile job {profile.pk} |" in row
+
+
+def test_a_weight_the_team_sets_wins_over_the_profiles(project):
+    stored_profile(project, "replay/transformer-profile.json")
+    DecisionContext.objects.create(project=project, workload_weights={"gemm fp32": 2})
+    project.refresh_from_db()
+    table = {g["workload"]: g for g in performance_ratio(Facts(project))["table"]}
+    assert (table["gemm fp32"]["weight"], table["gemm fp32"]["weight_from"]) == (2, "team")
+    assert table["gemm bf16"]["weight"] == 7
+
+
+def test_the_newest_profile_decides_the_weights(project):
+    stored_profile(project, "diff/gemm-bf16.json")
+    newest = stored_profile(project, "diff/gemm-fp16.json")
+    project.refresh_from_db()
+    table = {g["workload"]: g for g in performance_ratio(Facts(project))["table"]}
+    assert table["gemm fp16"]["weight"] == 7 and table["gemm bf16"]["weight"] == 0
+    assert table["gemm fp16"]["weight_from"] == f"profile job {newest.pk}"
