@@ -105,9 +105,13 @@ def host_queue(host: str) -> str:
 
 
 def service_queues() -> set[str]:
-    """The control and alert queues: their workers run no job, so they announce no
-    capability and need no room for job output."""
-    return {settings.ROCPATH_CONTROL_QUEUE, settings.ROCPATH_ALERT_QUEUE}
+    """The control, alert and comparison queues: their workers run no job, so they
+    announce no capability and need no room for job output."""
+    return {
+        settings.ROCPATH_CONTROL_QUEUE,
+        settings.ROCPATH_ALERT_QUEUE,
+        settings.ROCPATH_COMPARE_QUEUE,
+    }
 
 
 def is_host_queue(name: str) -> bool:

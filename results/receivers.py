@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.dispatch import receiver
 
 from config.celery import queue_task
@@ -16,9 +17,11 @@ def on_job_finished(sender: object, *, job_id: int, status: str, **_: object) ->
 
     Queued, not run here: this runs in the worker right after the conclude commit, and a
     comparison bootstraps every case (milliseconds each, seconds for a full sweep). The
-    conclude path pays one query and, only in a baseline's scope, one enqueue.
+    conclude path pays one query and, only in a baseline's scope, one enqueue. On the
+    comparisons' own queue (ROCPATH_COMPARE_QUEUE): forty of them after a sweep held a
+    scheduled job 2.5 minutes on the job queue.
     """
     if status != JobStatus.SUCCEEDED:
         return
     if services.has_baseline_in_scope(job_id):
-        queue_task("results.compare_job", job_id)
+        queue_task("results.compare_job", job_id, queue=settings.ROCPATH_COMPARE_QUEUE)

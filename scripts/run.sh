@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start web + worker + control worker + alert worker + beat on the embedded defaults
+# Start web + worker + control worker + alert worker + comparison worker + beat on the embedded defaults
 # (SQLite, filesystem broker) unless DATABASE_URL / CELERY_BROKER_URL say otherwise, and
 # keep them running: a worker or beat that dies is started again, said on the terminal,
 # after a wait that grows while it keeps dying. Ctrl-C once: the worker takes no new jobs,
@@ -56,7 +56,10 @@ if [ "$(cat "$ROCPATH_STATIC_ROOT/.collected" 2>/dev/null)" != "$static_key" ]; 
 fi
 # One interpreter: migrate, the demo login, the executor and the queues.
 FACTS=$($BIN/python manage.py run_facts)
-{ read -r LOGIN; read -r EXECUTOR; read -r JOB_QUEUE; read -r CONTROL_QUEUE; read -r ALERT_QUEUE; } <<<"$FACTS"
+{
+    read -r LOGIN; read -r EXECUTOR; read -r JOB_QUEUE; read -r CONTROL_QUEUE; read -r ALERT_QUEUE
+    read -r COMPARE_QUEUE
+} <<<"$FACTS"
 if [ -n "${ROCPATH_EXECUTOR:-}" ] && [ "$ROCPATH_EXECUTOR" != auto ]; then
     EXECUTOR="$EXECUTOR (ROCPATH_EXECUTOR)"
 else
@@ -70,10 +73,10 @@ mkdir -p "$LOG" "$RUN"
 # Each process runs as a job of its own process group (set -m), so the terminal's Ctrl-C
 # reaches this script alone and it decides what each process is told.
 set -m
-SERVICES=(web worker control alerts beat)
+SERVICES=(web worker control alerts compare beat)
 declare -A PID=() STARTED=() BACKOFF=() RESTART_AT=() LABEL=(
     [web]="the web server" [worker]="the worker" [control]="the control worker"
-    [alerts]="the alert worker" [beat]="beat"
+    [alerts]="the alert worker" [compare]="the comparison worker" [beat]="beat"
 )
 run_web() {
     exec $BIN/gunicorn config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 4 \
@@ -88,6 +91,11 @@ run_control() {
 # deadline (ROCPATH_ALERT_TRY_DEADLINE_S), which a threads pool's missing time limit needs.
 run_alerts() {
     exec $BIN/celery -A config worker --loglevel INFO -Q "$ALERT_QUEUE" -P threads -c 8 -n "alerts@%h"
+}
+# A finished job's comparison with its baselines (a bootstrap per case: CPU, seconds for a
+# sweep) on its own queue, one at a time: it never holds a job's slot back.
+run_compare() {
+    exec $BIN/celery -A config worker --loglevel INFO -Q "$COMPARE_QUEUE" -c 1 -n "compare@%h"
 }
 run_beat() { exec $BIN/celery -A config beat --loglevel INFO; }
 
@@ -111,7 +119,7 @@ STATE=running # running → draining (first Ctrl-C) → canceling (second) → k
 drain() {
     STATE=draining
     echo >&2
-    for name in web control alerts beat; do alive "$name" && kill -TERM "${PID[$name]}"; done
+    for name in web control alerts compare beat; do alive "$name" && kill -TERM "${PID[$name]}"; done
     alive worker && kill -TERM "${PID[worker]}" # warm shutdown: no new jobs, running ones finish
     # Said at once: counting starts a manage.py, which takes a while on a loaded machine.
     say "stopping: the worker takes no new jobs and lets the running ones finish. Ctrl-C again cancels them"

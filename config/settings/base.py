@@ -484,6 +484,19 @@ if ROCPATH_ALERT_QUEUE in {ROCPATH_CONTROL_QUEUE, CELERY_TASK_DEFAULT_QUEUE}:
         f"ROCPATH_ALERT_QUEUE={ROCPATH_ALERT_QUEUE!r}: the alerts need a queue of their own, "
         "not the job or the control queue (a slow receiver would hold their slots)"
     )
+# Comparisons of a finished job with its baselines (results.compare_job: a bootstrap per
+# case, seconds for a full sweep) on a queue of their own, served by a worker that runs
+# nothing else (`celery -A config worker -Q <this> -c 1`): forty of them queued after a
+# sweep must not hold a scheduled job back, nor the reaper, nor an alert.
+ROCPATH_COMPARE_QUEUE = (
+    env_str("ROCPATH_COMPARE_QUEUE", "") or f"{CELERY_TASK_DEFAULT_QUEUE}-compare"
+)
+if ROCPATH_COMPARE_QUEUE in {ROCPATH_CONTROL_QUEUE, ROCPATH_ALERT_QUEUE, CELERY_TASK_DEFAULT_QUEUE}:
+    raise ImproperlyConfigured(
+        f"ROCPATH_COMPARE_QUEUE={ROCPATH_COMPARE_QUEUE!r}: the comparisons need a queue of "
+        "their own, not the job, control or alert queue (a sweep's comparisons would hold "
+        "their slots)"
+    )
 _CONTROL = {"queue": ROCPATH_CONTROL_QUEUE}
 # The periodic tasks, each routed to the control queue (beat sends them there too).
 CELERY_BEAT_SCHEDULE = {
@@ -514,6 +527,7 @@ CELERY_BEAT_SCHEDULE["check-stalled-schedules"] = {
 }
 CELERY_TASK_ROUTES["results.check_stalled_schedules"] = _CONTROL
 CELERY_TASK_ROUTES["results.deliver_alert"] = {"queue": ROCPATH_ALERT_QUEUE}
+CELERY_TASK_ROUTES["results.compare_job"] = {"queue": ROCPATH_COMPARE_QUEUE}
 # A webhook or e-mail that fails for a passing reason is tried again after BASE, 2 BASE,
 # 4 BASE … s (at most MAX_S between tries), ROCPATH_ALERT_MAX_ATTEMPTS tries in all.
 ROCPATH_ALERT_MAX_ATTEMPTS = env_int("ROCPATH_ALERT_MAX_ATTEMPTS", 6, minimum=1, maximum=20)
@@ -654,6 +668,23 @@ elif CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
     }
 else:
     raise ImproperlyConfigured(f"CACHE_URL={CACHE_URL!r}: only redis:// URLs are supported")
+# Comparison intervals and history change points (results.compare): one entry per job pair
+# of a comparison (a 4,000-case pair is one ~250 KB value, read in one round trip), kept a
+# week. With CACHE_URL they live in that Redis, shared by every web worker and host. On the
+# embedded defaults a file cache under ROCPATH_VAR_DIR, shared by the web server's worker
+# processes (a process's own memory was cold for the other worker, and held Django's
+# default 300 entries: a 4,000-case comparison, one entry a case, was never warm).
+# docs/results.md ("Cost") says why one entry a pair.
+ROCPATH_RESULTS_CACHE_ENTRIES = env_int("ROCPATH_RESULTS_CACHE_ENTRIES", 20000, minimum=100)
+if CACHE_URL:
+    CACHES["results"] = {**CACHES["default"], "KEY_PREFIX": "results", "TIMEOUT": 7 * 24 * 3600}
+else:
+    CACHES["results"] = {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(VAR_DIR / "cache" / "results"),
+        "TIMEOUT": 7 * 24 * 3600,
+        "OPTIONS": {"MAX_ENTRIES": ROCPATH_RESULTS_CACHE_ENTRIES},
+    }
 
 # JSON bodies of the API and the JSON fields of the forms: larger or deeper is a 400.
 ROCPATH_JSON_MAX_BYTES = env_int("ROCPATH_JSON_MAX_BYTES", 1024**2, minimum=1024)

@@ -55,3 +55,11 @@ DATABASES["default"].setdefault("TEST", {})["NAME"] = os.environ.get(  # noqa: F
 # the test database is in memory unless named: each xdist worker is a process of its own.
 if DATABASES["default"]["ENGINE"].endswith("sqlite3") and "ROCPATH_TEST_DB" not in os.environ:  # noqa: F405
     DATABASES["default"]["TEST"]["NAME"] = None  # noqa: F405
+# The comparison cache in each test process's memory (not the embedded defaults' file cache
+# under var/, which a later run would find warm): tests/results/test_compare_cache.py
+# measures the file and Redis caches themselves.
+CACHES["results"] = {  # noqa: F405
+    "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+    "LOCATION": "results",
+    "OPTIONS": {"MAX_ENTRIES": ROCPATH_RESULTS_CACHE_ENTRIES},  # noqa: F405
+}

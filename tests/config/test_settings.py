@@ -179,6 +179,40 @@ def test_an_alert_queue_shared_with_the_control_queue_stops_start_up(tmp_path):
 
 
 @pytest.mark.process
+@pytest.mark.parametrize("other", ["ROCPATH_QUEUE", "ROCPATH_CONTROL_QUEUE", "ROCPATH_ALERT_QUEUE"])
+def test_a_compare_queue_shared_with_another_queue_stops_start_up(tmp_path, other):
+    env = _clean_env(
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+        ROCPATH_VAR_DIR=str(tmp_path),
+        ROCPATH_COMPARE_QUEUE="shared",
+        **{other: "shared"},
+    )
+    result = manage(env, "check")
+    assert result.returncode != 0 and "ROCPATH_COMPARE_QUEUE='shared'" in result.stderr
+
+
+@pytest.mark.process
+def test_the_comparison_cache_is_redis_with_cache_url_and_files_without(tmp_path):
+    code = (
+        "from django.conf import settings; c = settings.CACHES['results'];"
+        "print(c['BACKEND'], c['LOCATION'], c.get('OPTIONS', {}).get('MAX_ENTRIES'))"
+    )
+    base = {"DJANGO_SETTINGS_MODULE": "config.settings.base", "ROCPATH_VAR_DIR": str(tmp_path)}
+    embedded = manage(_clean_env(**base), "shell", "-c", code).stdout.splitlines()[-1].split()
+    assert embedded == [
+        "django.core.cache.backends.filebased.FileBasedCache",
+        str(tmp_path / "cache" / "results"),
+        "20000",
+    ]
+    shared = (
+        manage(_clean_env(**base, CACHE_URL="redis://127.0.0.1:6379/3"), "shell", "-c", code)
+        .stdout.splitlines()[-1]
+        .split()
+    )
+    assert shared[:2] == ["django.core.cache.backends.redis.RedisCache", "redis://127.0.0.1:6379/3"]
+
+
+@pytest.mark.process
 def test_development_generates_a_secret_key_once_and_keeps_it(tmp_path):
     env = _clean_env(DJANGO_SETTINGS_MODULE="config.settings.base", ROCPATH_VAR_DIR=str(tmp_path))
     code = "from django.conf import settings; print(settings.SECRET_KEY)"

@@ -150,7 +150,9 @@ def test_a_worker_consumes_and_records_the_queues_its_gpus_give_it(db, settings)
     assert Worker.objects.get().stopped_at is not None
 
 
-@pytest.mark.parametrize("setting", ["ROCPATH_CONTROL_QUEUE", "ROCPATH_ALERT_QUEUE"])
+@pytest.mark.parametrize(
+    "setting", ["ROCPATH_CONTROL_QUEUE", "ROCPATH_ALERT_QUEUE", "ROCPATH_COMPARE_QUEUE"]
+)
 def test_a_worker_of_the_control_or_alert_queue_alone_announces_no_capability(
     db, settings, setting
 ):

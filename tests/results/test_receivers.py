@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+
 import pytest
 from django.db import transaction
 
@@ -10,7 +13,7 @@ from results import services
 from results.models import Verdict
 from tests.factories import make_project
 from tests.results.helpers import environment, sampled_job
-from tests.workers import wait_until
+from tests.workers import Worker, wait_until, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,8 +64,28 @@ def test_jobs_out_of_scope_or_not_succeeded_queue_nothing(team, scope, queued):
     assert queued == []
 
 
+@pytest.fixture
+def compare_worker(transactional_db, settings, tmp_path) -> Iterator[Worker]:
+    """A comparison worker as make run starts one: the compare queue alone, one at a time."""
+    queue = f"it-{uuid.uuid4().hex[:8]}-compare"
+    settings.ROCPATH_COMPARE_QUEUE = queue
+    handle = Worker(
+        env=worker_env(settings, ROCPATH_COMPARE_QUEUE=queue),
+        name=f"{queue}@%h",
+        queue=queue,
+        log=tmp_path / "compare.log",
+        concurrency=1,
+    )
+    handle.log.touch()
+    handle.start()
+    yield handle
+    handle.stop()
+
+
 @pytest.mark.integration
-def test_a_real_worker_writes_the_verdicts_of_a_job_that_ended_in_scope(team, scope, worker):
+def test_a_real_worker_writes_the_verdicts_of_a_job_that_ended_in_scope(
+    team, scope, compare_worker
+):
     slow = sampled_job(team, *scope, level=85.0, seed=2, status=JobStatus.RUNNING)
     slow.finish(JobStatus.SUCCEEDED)
     assert wait_until(lambda: Verdict.objects.filter(job=slow).count() == 2, timeout=60)

@@ -5,8 +5,8 @@ facts the script prints and starts the workers with (the executor, the queues). 
 Django start costs one to two seconds on a 2-core machine, and `make run`'s restart is
 mostly such starts (issue 36: under 8 s to the first page).
 
-Prints the migrations' progress on stderr and five lines on stdout: the login line, the
-executor, the job queue, the control queue and the alert queue.
+Prints the migrations' progress on stderr and six lines on stdout: the login line, the
+executor, the job queue, the control queue, the alert queue and the comparison queue.
 """
 
 from __future__ import annotations
@@ -30,3 +30,4 @@ class Command(BaseCommand):
         self.stdout.write(settings.CELERY_TASK_DEFAULT_QUEUE)
         self.stdout.write(settings.ROCPATH_CONTROL_QUEUE)
         self.stdout.write(settings.ROCPATH_ALERT_QUEUE)
+        self.stdout.write(settings.ROCPATH_COMPARE_QUEUE)
