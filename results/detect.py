@@ -6,9 +6,11 @@ job's raw samples of one case differ from its baseline's; a change point
 level. Both answer "changed" only when a change is both *significant* (Mann-Whitney U,
 which assumes no distribution: GPU timings are skewed and long-tailed) and *large*
 (the effect is past a threshold, so a real but tiny 0.3 % drift from a driver update
-does not page anyone). A comparison whose 95 % ratio interval is too wide to tell a
-threshold-sized change from none is "noisy", never "unchanged": saying nothing is
-better than a false all-clear.
+does not page anyone), past what the case's run-to-run noise makes (its history,
+moderated by what the job's other cases lend: ``judge``). "Unchanged" needs a 5 % change
+ruled out; what neither flags nor rules out is "inconclusive", with the smallest change
+the case could have flagged, and samples too spread to judge are "noisy": saying
+nothing is better than a false all-clear.
 
 Change points come from ruptures' PELT (exact for a penalised cost, O(n) in practice)
 on a robust L1 cost, with a penalty scaled by a robust estimate of the run-to-run
@@ -38,11 +40,18 @@ MIN_EFFECT = 0.03  # a relative change smaller than this is "unchanged" however 
 NOISY_WIDTH = 0.10  # an interval wider than this (high/low - 1) cannot decide
 MIN_SEGMENT = 5  # the fewest runs a change-point segment may have
 PENALTY_FACTOR = 4.0  # PELT penalty = factor x noise scale x log(n)
-RUN_Z = 3.0  # a change must clear this many SDs of the difference of two runs
-MIN_HISTORY = 5  # the fewest earlier runs that tell a scope's run-to-run noise
+MIN_HISTORY = 5  # the fewest earlier runs that tell a case's run-to-run noise on their own
 # A side whose samples spread more than this (coefficient of variation) cannot carry a
 # verdict: two identical CPU runs with CVs of 29-95 % gave "regressed" at p = 1e-9.
 MAX_CV = 0.10
+# The verdict's calibration (docs/regressions.md, bench/calibrate.py): the chance that
+# run-to-run noise alone calls an unchanged case regressed, and as much improved. The
+# threshold a change must clear is that quantile of Student's t (the noise is estimated)
+# times the spread of the difference of two runs.
+ALPHA_RUN = 0.005
+# "Unchanged" says a change this large is ruled out (the change's 90 % interval lies
+# within it); a case whose noise cannot rule it out is "inconclusive", never "unchanged".
+UNCHANGED_WITHIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,15 @@ class Decision:
     p_value: float | None
     change: float | None  # signed relative change in the "better" direction (+ = better)
     detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Run-to-run noise: ``s`` the SD of the log of a case's per-run values, with ``df``
+    degrees of freedom (what Student's t reads to widen a threshold for an estimate)."""
+
+    s: float
+    df: float
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -76,23 +94,107 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
     return float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
 
 
-def run_noise(history: Sequence[float] | None) -> float | None:
-    """The run-to-run spread of a scope: a robust SD (MAD) of the log of its run values.
+def _logs(values: Sequence[float] | None) -> np.ndarray:
+    import numpy as np
 
-    About the median, not between neighbours: a history that stepped (the machine or
-    the stack changed) is noisier for it, and the verdicts say "noisy" rather than
-    judge across the step. None with fewer than MIN_HISTORY runs: too few to say.
+    if values is None:
+        return np.asarray([], dtype=float)
+    x = _clean(values)
+    return np.log(x[x > 0])
+
+
+def run_noise(history: Sequence[float] | None) -> Noise | None:
+    """A case's own run-to-run noise: the SD of the log of its run values (None under 3).
+
+    The plain SD, not a robust one: an outlier run (a throttled clock, a neighbour's
+    load) is what the next run may be too, and a MAD that ignored them let 8 % of A/A
+    verdicts with 10 % outlier runs say "regressed" (issue 39). A history that stepped
+    is noisier for it, so verdicts across a step turn inconclusive rather than wrong.
     """
     import numpy as np
 
-    if history is None:
+    logs = _logs(history)
+    if logs.size < 3:
         return None
-    x = _clean(history)
-    x = x[x > 0]
-    if x.size < MIN_HISTORY:
+    return Noise(float(np.std(logs, ddof=1)), float(logs.size - 1))
+
+
+def _trigamma_inverse(y: float) -> float:
+    """x with trigamma(x) = y (y > 0): Newton's method as limma's fitFDist solves it."""
+    from scipy.special import polygamma
+
+    x = 0.5 + 1.0 / y
+    for _ in range(50):
+        tri = float(polygamma(1, x))
+        step = tri * (1.0 - tri / y) / float(polygamma(2, x))
+        x += step
+        if -step / x < 1e-8:
+            break
+    return x
+
+
+def lent_noise(histories: Sequence[Sequence[float] | dict]) -> Noise | None:
+    """What the cases of one job lend each other: a prior for each case's run-to-run noise
+    (``s``) and the degrees of freedom it is worth (``df``), or None.
+
+    Ten runs say little about one case's noise (Student's t at 10 df is 3.2 where the
+    normal is 2.6, so a 10 % slowdown at 1.5 % run noise was caught 81 % of the time);
+    the other cases of the job measured the same machine the same days. Their estimates
+    are pooled as limma pools gene variances (Smyth 2004, the moments of log s²): where
+    the cases' noise differs more than sampling explains, the prior is worth fewer df.
+    When the cases move together run by run (one factor slows the whole run) they are
+    not independent witnesses: the df lent are cut to the effective number of cases,
+    n / (1 + (n - 1) x their mean correlation).
+
+    ``histories``: per case, its run values in run order, or a {run id: value} mapping
+    (then runs are matched by id for the correlation).
+    """
+    import numpy as np
+    from scipy.special import digamma, polygamma
+
+    series = [h if isinstance(h, dict) else dict(enumerate(h)) for h in histories]
+    own = [(run_noise(list(h.values())), h) for h in series]
+    own = [(n, h) for n, h in own if n is not None and n.s > 0]
+    if len(own) < 3:
         return None
-    logs = np.log(x)
-    return float(np.median(np.abs(logs - np.median(logs)))) * 1.4826
+    d = np.asarray([n.df for n, _ in own])
+    z = np.log(np.asarray([n.s**2 for n, _ in own]))
+    e = z - digamma(d / 2) + np.log(d / 2)
+    e_mean = float(np.mean(e))
+    spread = float(np.var(e, ddof=1) - np.mean(polygamma(1, d / 2)))
+    d0 = 2.0 * _trigamma_inverse(spread) if spread > 0 else float("inf")
+    s0_sq = (
+        float(np.exp(e_mean))
+        if np.isinf(d0)
+        else float(np.exp(e_mean + digamma(d0 / 2) - np.log(d0 / 2)))
+    )
+    # Kish's design effect: runs shared by the cases, each case's deviation from its mean.
+    runs = sorted(set().union(*(h.keys() for _, h in own)))
+    table = np.full((len(own), len(runs)), np.nan)
+    col = {r: i for i, r in enumerate(runs)}
+    for row, (_, h) in enumerate(own):
+        logs = {r: np.log(v) for r, v in h.items() if v is not None and v > 0 and np.isfinite(v)}
+        mean = np.mean(list(logs.values()))
+        for r, v in logs.items():
+            table[row, col[r]] = v - mean
+    corrs = []
+    for i in range(len(own)):
+        for j in range(i + 1, len(own)):
+            both = ~np.isnan(table[i]) & ~np.isnan(table[j])
+            if both.sum() >= 3 and np.std(table[i][both]) > 0 and np.std(table[j][both]) > 0:
+                corrs.append(float(np.corrcoef(table[i][both], table[j][both])[0, 1]))
+    rho = max(0.0, float(np.mean(corrs))) if corrs else 0.0
+    n_eff = len(own) / (1.0 + (len(own) - 1) * rho)
+    d0 = min(d0, max(0.0, n_eff - 1.0) * float(np.median(d)))
+    if d0 < 1.0:
+        return None
+    return Noise(float(np.sqrt(s0_sq)), d0)
+
+
+def _t(q: float, df: float | None) -> float:
+    from scipy.stats import norm, t
+
+    return float(norm.ppf(q) if df is None or df > 1e6 else t.ppf(q, df))
 
 
 def compare_samples(
@@ -101,49 +203,80 @@ def compare_samples(
     *,
     higher_is_better: bool = True,
     history: Sequence[float] | None = None,
+    lent: Noise | None = None,
     alpha: float = ALPHA,
     min_effect: float = MIN_EFFECT,
     noisy_width: float = NOISY_WIDTH,
-    run_z: float = RUN_Z,
+    alpha_run: float = ALPHA_RUN,
+    unchanged_within: float = UNCHANGED_WITHIN,
     max_cv: float = MAX_CV,
     seed: int = 0,
 ) -> Decision:
-    """Decide improved / regressed / unchanged / noisy from two sets of raw samples.
+    """Decide improved / regressed / unchanged / inconclusive / noisy for one case.
 
     Samples of one run share that run's state (clocks, placement, neighbours), so two
     runs of the same code differ by more than their samples' spread says: a test on raw
-    samples alone calls many A/A pairs significant. ``history`` (the values of earlier
-    runs in the scope) measures that run-to-run noise; a change must then also clear
-    ``run_z`` standard deviations of the difference of two runs.
+    samples alone called half the A/A pairs of a busy machine changed. ``history`` (the
+    case's values in earlier runs of the scope; the baseline's run is added) measures
+    that run-to-run noise, moderated by what the job's other cases ``lent``
+    (lent_noise); the difference of two runs spreads √2 times as much.
 
-    Regressed (or improved) needs all of: p < alpha, the ratio of medians past the
-    threshold (the larger of min_effect and the run-to-run bound), and the whole 95 %
-    interval on that side of 1. Otherwise "noisy" when the interval or the run-to-run
-    bound is wider than noisy_width (a change of that size could hide in it), else
-    "unchanged". With one sample a side there is no test to run: "noisy". A side whose
-    samples spread past ``max_cv`` is "noisy" whatever the test says: with many samples
-    a test calls a difference between two wide, skewed spreads certain.
+    - **regressed / improved**: p < alpha on the samples, the whole 95 % sample interval
+      on one side of 1, and the ratio of medians past the threshold: the larger of
+      min_effect and Student's t (1 - alpha_run) times that run-to-run spread (the
+      chance A/A noise alone crosses it is alpha_run each way).
+    - **unchanged**: the change's interval (the samples', widened by the run-to-run
+      90 % bound) lies within ±unchanged_within: a change that large is ruled out.
+    - **inconclusive**: neither; ``detail["detectable"]`` is the smallest change this
+      case could have flagged. Calling that "unchanged" shipped 11 % of real 10 %
+      slowdowns as all-clear (issue 39).
+    - **noisy** (too noisy to conclude): a side's samples spread past max_cv (unless the
+      change is far past three CVs), fewer than two samples a side, or a sample
+      interval wider than noisy_width.
+
+    Under MIN_HISTORY runs of its own, ``detail["warning"]`` says so: the threshold then
+    rests on what the other cases lent, or on the samples alone.
     """
     import numpy as np
 
     r = ratio_interval(baseline, current, seed=seed)
     p = mann_whitney_p(baseline, current)
-    # The baseline run's own level is part of what the current one is judged against.
     base = _clean(baseline)
-    if history is not None and base.size:
-        history = [*history, float(np.median(base))]
-    s_run = run_noise(history)
-    threshold = min_effect
-    if s_run is not None:
-        threshold = max(min_effect, float(np.expm1(run_z * np.sqrt(2.0) * s_run)))
+    earlier = [] if history is None else list(history)
+    runs = [*earlier, float(np.median(base))] if base.size else earlier
+    own = run_noise(runs)
+    noise = own
+    if lent is not None:
+        if own is None:
+            noise = lent
+        else:  # the moderated variance: own and lent, weighed by their df
+            df = own.df + lent.df
+            s_sq = (own.df * own.s**2 + lent.df * lent.s**2) / df if np.isfinite(df) else lent.s**2
+            noise = Noise(float(np.sqrt(s_sq)), df)
+    spread = None if noise is None else float(np.sqrt(2.0) * noise.s)  # of log(run/run)
+    df = None if noise is None else noise.df
+    threshold_log = float(np.log1p(min_effect))
+    if spread is not None:
+        threshold_log = max(threshold_log, _t(1.0 - alpha_run, df) * spread)
+    threshold = float(np.expm1(threshold_log))
+    history_runs = len(_logs(runs))
     detail: dict = {
         "n_baseline": r.n_baseline,
         "n_current": r.n_current,
         "alpha": alpha,
         "threshold": threshold,
-        "run_noise": s_run,
-        "history_runs": 0 if history is None else len(history),
+        "detectable": threshold,
+        "run_noise": None if noise is None else noise.s,
+        "run_noise_df": df,
+        "run_noise_lent_df": None if lent is None else lent.df,
+        "history_runs": history_runs,
     }
+    if history_runs < MIN_HISTORY:
+        detail["warning"] = (
+            f"{history_runs} run{'s' if history_runs != 1 else ''} of history: at least "
+            f"{MIN_HISTORY} tell this case's run-to-run noise"
+            + ("; the job's other cases lent theirs" if lent is not None else "")
+        )
     if r.value is None:
         return Decision("noisy", r, p, None, {**detail, "reason": "no comparable samples"})
     change = (r.value - 1.0) if higher_is_better else (1.0 / r.value - 1.0)
@@ -160,18 +293,65 @@ def compare_samples(
         return Decision("noisy", r, p, change, {**detail, "reason": "too few samples"})
     width = r.high / r.low - 1.0 if r.low > 0 else float("inf")
     detail["interval_width"] = width
-    moved_up = r.low > 1.0 and r.value - 1.0 >= threshold
-    moved_down = r.high < 1.0 and 1.0 - 1.0 / (1.0 + threshold) <= 1.0 - r.value
-    if p < alpha and (moved_up or moved_down):
-        better = moved_up == higher_is_better
+    d = float(np.log(r.value))
+    if p < alpha and abs(d) >= threshold_log and (r.low > 1.0 or r.high < 1.0):
+        better = (d > 0) == higher_is_better
         return Decision("improved" if better else "regressed", r, p, change, detail)
-    # Not a significant change past the threshold: "unchanged" only when a change of
-    # noisy_width would have shown; otherwise the noise may hide one.
     if width > noisy_width:
         return Decision("noisy", r, p, change, {**detail, "reason": "interval too wide"})
-    if threshold > noisy_width:
-        return Decision("noisy", r, p, change, {**detail, "reason": "runs vary too much"})
-    return Decision("unchanged", r, p, change, detail)
+    reach = 0.0 if spread is None else _t(0.95, df) * spread
+    low, high = min(np.log(r.low), d - reach), max(np.log(r.high), d + reach)
+    band = float(np.log1p(unchanged_within))
+    if -band < low and high < band:
+        return Decision("unchanged", r, p, change, detail)
+    return Decision(
+        "inconclusive",
+        r,
+        p,
+        change,
+        {**detail, "reason": f"a change under {threshold:.1%} could not be seen"},
+    )
+
+
+@dataclass(frozen=True)
+class CaseRuns:
+    """One case + metric of a job to judge: its raw samples and the baseline's, and its
+    values in the scope's earlier runs ({run id: value}; the baseline's run excluded, its
+    samples' median stands for it)."""
+
+    baseline: Sequence[float]
+    current: Sequence[float]
+    history: dict[int, float] = field(default_factory=dict)
+    higher_is_better: bool = True
+
+
+def judge(cases: dict, *, seed: int = 0) -> dict:
+    """Every case of one job and metric against its baseline, each case's run-to-run noise
+    moderated by what the others lend (lent_noise): {key: Decision} for {key: CaseRuns}.
+    The one entry point of the service and of the calibration bench, so the figures in
+    docs/regressions.md are the verdicts users get."""
+    import numpy as np
+
+    baseline_run = -1  # the baseline's samples, as one more run of every case
+    histories = []
+    for c in cases.values():
+        base = _clean(c.baseline)
+        runs = dict(c.history)
+        if base.size:
+            runs[baseline_run] = float(np.median(base))
+        histories.append(runs)
+    lent = lent_noise(histories)
+    return {
+        key: compare_samples(
+            c.baseline,
+            c.current,
+            higher_is_better=c.higher_is_better,
+            history=list(c.history.values()),
+            lent=lent,
+            seed=seed,
+        )
+        for key, c in cases.items()
+    }
 
 
 def _cv(x: np.ndarray) -> float | None:

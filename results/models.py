@@ -16,7 +16,9 @@ class VerdictKind(models.TextChoices):
     IMPROVED = "improved", "Improved"
     REGRESSED = "regressed", "Regressed"
     UNCHANGED = "unchanged", "Unchanged"
-    NOISY = "noisy", "Too noisy to tell"
+    NOISY = "noisy", "Too noisy to conclude"
+    # the case's run-to-run noise cannot rule out a change it would not flag either
+    INCONCLUSIVE = "inconclusive", "Inconclusive"
 
 
 class Baseline(models.Model):

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from jobs.choices import Better, JobStatus
 from jobs.models import Job, Measurement
-from results.detect import compare_samples
+from results.detect import CaseRuns, Decision, judge
 from results.models import Baseline, Verdict, VerdictKind
 from results.signals import announce_regressions
 from teams.access import AnyUser, team_ids
@@ -166,11 +166,12 @@ def _sampled(job_id: int, benchmark: str) -> dict[tuple[str, str], Measurement]:
     return {(case_key(m.case), m.metric): m for m in rows if len(m.samples or []) >= 2}
 
 
-def _history(job: Job, baseline: Baseline) -> dict[tuple[str, str], list[float]]:
-    """Each case's values in the scope's last HISTORY_RUNS succeeded jobs before this one.
+def _history(job: Job, baseline: Baseline) -> dict[tuple[str, str], dict[int, float]]:
+    """Each case's values ({job id: value}) in the scope's last HISTORY_RUNS succeeded
+    jobs before this one, the baseline's excluded (its samples stand for it).
 
-    What tells a scope's run-to-run noise (results.detect.run_noise): the baseline job is
-    among them whenever it is recent enough, and the job being judged never is.
+    What tells a scope's run-to-run noise (results.detect.judge); the job being judged is
+    never among them.
     """
     earlier = (
         Job.objects.filter(
@@ -179,15 +180,16 @@ def _history(job: Job, baseline: Baseline) -> dict[tuple[str, str], list[float]]
             status=JobStatus.SUCCEEDED,
             pk__lt=job.pk,
         )
+        .exclude(pk=baseline.job_id)
         .order_by("-pk")
         .values_list("pk", flat=True)[:HISTORY_RUNS]
     )
-    found: dict[tuple[str, str], list[float]] = {}
+    found: dict[tuple[str, str], dict[int, float]] = {}
     rows = Measurement.objects.filter(
         job_id__in=list(earlier), benchmark=baseline.benchmark
     ).values_list("job_id", "case", "metric", "value")
-    for _, case, metric, value in sorted(rows, key=lambda r: r[0]):
-        found.setdefault((case_key(case), metric), []).append(value)
+    for job_id, case, metric, value in sorted(rows, key=lambda r: r[0]):
+        found.setdefault((case_key(case), metric), {})[job_id] = value
     return found
 
 
@@ -198,17 +200,30 @@ def _compare_with(job: Job, baseline: Baseline) -> list[Verdict]:
     before = _sampled(baseline.job_id, baseline.benchmark)
     history = _history(job, baseline)
     now = timezone.now()
-    rows = []
-    for key, m in _sampled(job.pk, baseline.benchmark).items():
-        b = before.get(key)
-        if b is None or b.unit != m.unit:
-            continue
-        d = compare_samples(
-            b.samples,
-            m.samples,
-            higher_is_better=m.better == Better.HIGHER,
-            history=history.get(key),
+    pairs = {
+        key: (before[key], m)
+        for key, m in _sampled(job.pk, baseline.benchmark).items()
+        if key in before and before[key].unit == m.unit
+    }
+    decisions: dict[tuple[str, str], Decision] = {}
+    for metric in sorted({key[1] for key in pairs}):  # the cases of a metric lend their noise
+        decisions.update(
+            judge(
+                {
+                    key: CaseRuns(
+                        b.samples,
+                        m.samples,
+                        history.get(key, {}),
+                        higher_is_better=m.better == Better.HIGHER,
+                    )
+                    for key, (b, m) in pairs.items()
+                    if key[1] == metric
+                }
+            )
         )
+    rows = []
+    for key, (b, m) in pairs.items():
+        d = decisions[key]
         rows.append(
             Verdict(
                 job=job,
@@ -249,6 +264,7 @@ def _compare_with(job: Job, baseline: Baseline) -> list[Verdict]:
 
 VERDICT_ORDER = [
     VerdictKind.REGRESSED,
+    VerdictKind.INCONCLUSIVE,
     VerdictKind.NOISY,
     VerdictKind.IMPROVED,
     VerdictKind.UNCHANGED,
@@ -256,7 +272,7 @@ VERDICT_ORDER = [
 
 
 def verdicts_of(job: Job) -> QuerySet[Verdict]:
-    """A job's verdicts, worst first (regressed, noisy, improved, unchanged)."""
+    """A job's verdicts, worst first (regressed, inconclusive, noisy, improved, unchanged)."""
     rank = Case(
         *(When(verdict=v, then=Value(i)) for i, v in enumerate(VERDICT_ORDER)),
         default=Value(len(VERDICT_ORDER)),

@@ -169,7 +169,8 @@ class BaselineViewSet(
     list=extend_schema(
         summary="List verdicts",
         description="Verdicts of your teams' jobs against their baselines: improved, "
-        "regressed, unchanged or noisy (too noisy to tell), each with the ratio of medians, "
+        "regressed, unchanged, inconclusive (the run-to-run noise cannot rule out a change) or "
+        "noisy (too noisy to conclude), each with the ratio of medians, "
         "its 95 % bootstrap interval and the Mann-Whitney U p-value.",
         parameters=[
             OpenApiParameter("job", int),

@@ -188,3 +188,59 @@ def test_a_job_with_no_environment_is_never_in_a_scope(team, project, env):
     services.pin_baseline(sampled_job(team, project, env))
     job = make_job(team, status=JobStatus.SUCCEEDED, project=project)
     assert not services.has_baseline_in_scope(job.pk)
+
+
+def drifted(document: dict, rng, cv: float, slowdown: float = 0.0) -> dict:
+    """The H200 run again: each throughput case scaled by its own run-level drift."""
+    from tests.roadmap.conftest import derived
+
+    doc = derived(document, vendor="nvidia", model="NVIDIA H200", arch="sm_90")
+    for m in doc["measurements"]:
+        if m["metric"] == "throughput":
+            f = float(rng.lognormal(0.0, cv)) / (1.0 + slowdown)
+            m["value"] *= f
+            m["samples"] = [v * f for v in m["samples"]]
+    return doc
+
+
+@pytest.mark.slow
+def test_on_the_real_h200_run_a_job_judged_after_a_steady_history_flags_a_ten_percent_slowdown(
+    team,
+):
+    """The H200 blas-bench document as eight runs of one scope, each case drifting about
+    1 % run to run, then a run 10 % slower: its steady cases (the ones whose samples can
+    carry a verdict) are regressed with the other cases' noise lent, none "unchanged";
+    its spread ones say why they cannot tell."""
+    import numpy as np
+
+    from tests.roadmap.conftest import h200_document, ingest
+
+    project = make_project(team, "steady")
+    document, rng = h200_document(), np.random.default_rng(39)
+    runs = [ingest(project, drifted(document, rng, 0.01)) for _ in range(8)]
+    services.pin_baseline(runs[0], benchmark="gemm")
+    slow = ingest(project, drifted(document, rng, 0.01, slowdown=0.10))
+    verdicts = [v for v in services.compare_job(slow.pk) if v.metric == "throughput"]
+    kinds = {v.verdict for v in verdicts}
+    assert kinds <= {"regressed", "noisy"} and "unchanged" not in kinds
+    steady = [v for v in verdicts if v.verdict != "noisy"]
+    assert len(steady) >= 35
+    assert all(v.detail["run_noise_lent_df"] > 0 and "warning" not in v.detail for v in steady)
+    assert all("too noisy (CV" in v.detail["reason"] for v in verdicts if v.verdict == "noisy")
+
+
+def test_a_scope_with_two_earlier_runs_warns_beside_each_verdict(team):
+    import numpy as np
+
+    from tests.roadmap.conftest import h200_document, ingest
+
+    project = make_project(team, "young")
+    document, rng = h200_document(), np.random.default_rng(40)
+    base = ingest(project, drifted(document, rng, 0.01))
+    services.pin_baseline(base, benchmark="gemm")
+    ingest(project, drifted(document, rng, 0.01))
+    judged = ingest(project, drifted(document, rng, 0.01))
+    verdicts = services.compare_job(judged.pk)
+    assert verdicts and all(
+        v.detail["warning"].startswith("2 runs of history: at least 5") for v in verdicts
+    )
