@@ -84,8 +84,18 @@ _GEOMETRY = re.compile(r'(\s(?:cx|cy|x|y|d|transform|width|height)=")([^"]*)"')
 _LONG_DECIMAL = re.compile(r"(\d\.\d)\d+")
 
 
+# A bar's value and label likewise become its <title>.
+_BAR = re.compile(
+    r'<rect ([^>]*)/><desc class="value">(.*?)</desc>'
+    r'<desc class="x[^"]*">[^<]*</desc><desc class="y[^"]*">[^<]*</desc>'
+    r'<desc class="x_label">(.*?)</desc>',
+    re.S,
+)
+
+
 def _compact(svg: str) -> str:
     svg = _DOT.sub(r"<title>\2</title><circle \1/>", svg)
+    svg = _BAR.sub(r"<title>\3: \2</title><rect \1/>", svg)
     return _GEOMETRY.sub(lambda m: m[1] + _LONG_DECIMAL.sub(r"\1", m[2]) + '"', svg)
 
 
@@ -227,29 +237,72 @@ def job_charts(job: Job, presenter: Presenter) -> list[SafeString]:
     return charts
 
 
+Interval = tuple[float, float]
+
+
+def _bar(value: float | None, interval: Interval | None, text: str) -> dict[str, Any] | None:
+    """One bar as pygal takes it: its value, its hover text and, with an interval, its
+    whisker (pygal draws ``ci`` as a vertical line with caps at both bounds)."""
+    if value is None:
+        return None
+    bar: dict[str, Any] = {"value": float(value), "formatter": lambda _v: text}
+    if interval is not None:
+        bar["ci"] = {"low": float(interval[0]), "high": float(interval[1])}
+    return bar
+
+
 def bar_chart(
     title: str,
     labels: Sequence[str],
     series: dict[str, Sequence[float | None]],
     *,
     y_title: str,
+    intervals: dict[str, Sequence[Interval | None]] | None = None,
+    value_text: Callable[[float, Interval | None], str] | None = None,
 ) -> SafeString:
-    """Grouped bars: one group per label (a case), one bar per series (a job) in each."""
+    """Grouped bars: one group per label (a case), one bar per series (a job) in each.
+
+    ``intervals``: per series, each bar's 95 % interval, drawn as a whisker; None draws
+    none (a value with no spread has no interval, and a zero-width whisker would claim
+    a certainty it lacks). The y axis covers every bar and every whisker.
+    ``value_text``: what hovering a bar says (e.g. "+5.0 % [+3.1, +7.0]").
+    """
+    text = value_text or (lambda v, _i: f"{v:.4g}")
+    spans = {
+        name: list((intervals or {}).get(name) or [None] * len(values))
+        for name, values in series.items()
+    }
+    bars = {
+        name: [
+            (v, i, "" if v is None else text(v, i))
+            for v, i in zip(values, spans[name], strict=True)
+        ]
+        for name, values in series.items()
+    }
 
     def draw() -> SafeString:
+        ys = [
+            y
+            for drawn in bars.values()
+            for v, i, _ in drawn
+            if v is not None
+            for y in (v, *(i or ()))
+        ]
+        ticks = nice_ticks(min(ys), max(ys)) if ys else []
         chart = _pygal().Bar(
             title=title,
             y_title=y_title,
             x_label_rotation=30,
             truncate_label=40,
+            **({"range": (ticks[0], ticks[-1]), "y_labels": ticks} if ticks else {}),
             **_common(),
         )
         chart.x_labels = list(labels)
-        for name, values in series.items():
-            chart.add(name, [None if v is None else float(v) for v in values])
+        for name, drawn in bars.items():
+            chart.add(name, [_bar(v, i, t) for v, i, t in drawn])
         return _render(chart)
 
-    return _remembered(("bar", title, list(labels), sorted(series.items()), y_title), draw)
+    return _remembered(("bar", title, list(labels), list(bars.items()), y_title), draw)
 
 
 def history_chart(

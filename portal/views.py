@@ -32,7 +32,8 @@ from jobs.api.views import artifact_response
 from jobs.choices import ACTIVE_STATUSES, JobStatus, LaunchType
 from jobs.fleet_view import waiting_for
 from jobs.models import IllegalTransition, Job
-from portal.charts import bar_chart, history_chart, job_charts, time_chart
+from portal.charts import history_chart, job_charts, time_chart
+from portal.comparison import CHARTS_OPEN, ROWS_PER_PAGE, compare_charts, short_labels
 from portal.forms import JobSubmitForm, ProjectForm, param_fields
 from portal.kinds import presenter_for, project_steps
 from portal.measurements import PER_PAGE, csv_response, json_response, without_samples
@@ -662,11 +663,6 @@ def source_file(request: HttpRequest, pk: int, source_pk: int) -> HttpResponse:
     )
 
 
-CHART_CASES = 30  # bars per chart: more groups than this are not read, the table has them
-CHART_GROUPS = 12  # charts on one compare page
-ROWS_PER_PAGE = 200
-
-
 def _export(request: HttpRequest, result: Comparison | History, name: str) -> HttpResponse | None:
     """?format=csv or json: the same result as a download, or None for the page."""
     fmt = request.GET.get("format", "")
@@ -682,36 +678,6 @@ def _export(request: HttpRequest, result: Comparison | History, name: str) -> Ht
     return response
 
 
-def _compare_charts(comparison: Comparison) -> list[dict]:
-    """Grouped bars per (benchmark, metric, unit): an axis never mixes TFLOP/s and TOPS."""
-    charts = []
-    for (benchmark, metric, unit), rows in comparison.groups()[:CHART_GROUPS]:
-        shown = rows[:CHART_CASES]
-        series = {
-            column.label: [row.cells[i].value if row.cells[i] else None for row in shown]
-            for i, column in enumerate(comparison.columns)
-        }
-        factor, unit = rate_unit(unit, (v for values in series.values() for v in values))
-        series = {
-            name: [None if v is None else v * factor for v in values]
-            for name, values in series.items()
-        }
-        charts.append(
-            {
-                "svg": bar_chart(
-                    f"{benchmark} · {metric}",
-                    [row.case_label for row in shown],
-                    series,
-                    y_title=unit or metric,
-                ),
-                "shown": len(shown),
-                "total": len(rows),
-                "unit": unit,
-            }
-        )
-    return charts
-
-
 TIMES = "\N{MULTIPLICATION SIGN}"
 
 
@@ -723,9 +689,11 @@ def _fmt(value: float | None, places: int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _compare_row(row: Row, history_url: str) -> SafeString:
+def _compare_row(row: Row, label: str, history_url: str) -> SafeString:
     """One table row as HTML, written here rather than in the template: a 200-case table
-    is 400 cells, and the template engine spent ~20 ms of CPU per 100 of them."""
+    is 400 cells, and the template engine spent ~20 ms of CPU per 100 of them. ``label``
+    names the case by what differs from the other cases (portal.comparison.short_labels);
+    hovering it shows every parameter."""
     cells = []
     factor, unit = rate_unit(row.unit, (cell.value for cell in row.cells if cell is not None))
     for cell in row.cells:
@@ -750,7 +718,8 @@ def _compare_row(row: Row, history_url: str) -> SafeString:
         history = f'<a href="{escape(history_url + "&" + case)}">history</a>'
     return mark_safe(  # noqa: S308 - every value from the database is escaped above
         f'<tr data-case="{escape(row.case_json)}" data-metric="{escape(row.metric)}">'
-        f"<td>{escape(row.benchmark)}</td><td><code>{escape(row.case_label)}</code>{flags}</td>"
+        f'<td>{escape(row.benchmark)}</td><td><code title="{escape(row.case_label)}">'
+        f"{escape(label)}</code>{flags}</td>"
         f"<td>{escape(row.metric)}</td><td>{escape(unit)}</td><td>{escape(row.better)}</td>"
         f"{''.join(cells)}<td>{history}</td></tr>"
     )
@@ -771,18 +740,23 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     if export := _export(request, comparison, "comparison"):
         return export
     permalink = f"{reverse('portal:compare')}?{urlencode(query.params())}"
-    page = Paginator(comparison.rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
+    charts = compare_charts(comparison) if comparison.rows else []
+    named = short_labels([row.case for row in comparison.rows])
+    pages = Paginator(list(zip(comparison.rows, named.labels, strict=True)), ROWS_PER_PAGE)
+    page = pages.get_page(request.GET.get("page"))
     base = comparison.baseline
     fingerprint = base.job.environment.fingerprint if base and base.job.environment else ""
     history_url = f"{reverse('portal:history')}?fingerprint={fingerprint}" if fingerprint else ""
     context.update(
         {
             "comparison": comparison,
-            "rows": [_compare_row(row, history_url) for row in page.object_list],
+            "rows": [_compare_row(row, label, history_url) for row, label in page.object_list],
+            "common": named.common,
             "page": page,
             "permalink": permalink,
             "query_string": urlencode(query.params()),
-            "charts": _compare_charts(comparison) if comparison.rows else [],
+            "charts": charts[:CHARTS_OPEN],
+            "more_charts": charts[CHARTS_OPEN:],
         }
     )
     return render(request, "portal/compare.html", context)

@@ -53,8 +53,63 @@ def test_each_unit_gets_its_own_chart(member_client, two_jobs):
     page = member_client.get(f"/compare/?jobs={a.pk},{b.pk}").content.decode()
     charts = re.findall(r'<div class="chart card">(.*?)</div>', page, re.S)
     assert len(charts) == 2 and all("gemm · throughput" in c for c in charts)
-    axes = [c for c in charts if ">TOPS<" in c], [c for c in charts if ">TFLOP/s<" in c]
-    assert all(len(found) == 1 for found in axes)  # never both on one axis
+    titles = [c for c in charts if "(TOPS)" in c], [c for c in charts if "(TFLOP/s)" in c]
+    assert all(len(found) == 1 for found in titles)  # never both in one chart
+
+
+def chart_bars(page: str) -> list[str]:
+    """The hover text of every bar drawn on the page: "<case label>: <change> [<interval>]"."""
+    return re.findall(r'<g class="bar"><title>(.*?)</title>', page)
+
+
+def test_a_chart_names_each_case_by_what_differs_and_says_the_rest_once(member_client, two_jobs):
+    a, b = two_jobs
+    page = member_client.get(f"/compare/?jobs={a.pk},{b.pk}").content.decode()
+
+    tflops = next(
+        c for c in re.findall(r'<div class="chart card">.*?</div>', page, re.S) if "(TFLOP/s)" in c
+    )
+    labels = sorted(title.split(":")[0] for title in chart_bars(tflops))
+    assert labels == ["m=1024", "m=4096"]  # not "m=1024 precision=fp16"
+    assert "Every case shown: <code>fp16</code>" in tflops
+    table = section(page, "comparison")
+    assert '<code title="m=1024 precision=int8">' in table  # every parameter on hover
+
+
+def test_each_bar_shows_the_tables_interval_as_its_whisker(member_client, two_jobs):
+    a, b = two_jobs
+    page = member_client.get(f"/compare/?jobs={a.pk},{b.pk}").content.decode()
+    answer = member_client.get(f"/compare/?jobs={a.pk},{b.pk}&format=json").json()
+    ratios = [row["cells"][1]["ratio"] for row in answer["rows"]]
+
+    bars = chart_bars(page)
+    assert len(bars) == 3 and page.count('<g class="ci">') == 3
+    for ratio in ratios:
+        low, high = ((ratio[k] - 1) * 100 for k in ("low", "high"))
+        assert any(title.endswith(f"+20.0 % [{low:+.1f}, {high:+.1f}]") for title in bars)
+
+
+def test_a_200_case_comparison_draws_the_20_most_changed_and_says_how_many_of_how_many(
+    member_client, team
+):
+    a = make_job(team, status=JobStatus.SUCCEEDED, environment=make_environment())
+    b = make_job(team, status=JobStatus.SUCCEEDED, environment=make_environment())
+    for m in range(200):
+        change = 1.5 if m == 150 else 1.0 + m / 10_000  # case 150 changed most
+        make_sampled_measurement(a, 10.0, BASE, m=m, precision="bf16")
+        make_sampled_measurement(
+            b, 10.0 * change, [v * change for v in BASE], m=m, precision="bf16"
+        )
+
+    response = member_client.get(f"/compare/?jobs={a.pk},{b.pk}")
+    page = response.content.decode()
+
+    bars = chart_bars(page)
+    assert len(bars) == 20
+    assert bars[0].startswith("m=150: +50.0 %")  # the most changed first
+    assert "The 20 most changed of 200 cases" in page
+    assert section(page, "comparison").count("<tr data-case=") == 50
+    assert "page 1 of 4" in page
 
 
 def test_the_permalink_reproduces_the_table(member_client, two_jobs):
