@@ -17,14 +17,33 @@ view, template, pygal; no HTTP socket), ``--requests`` times each after warm-up:
 
 Compare reads ratio intervals from the cache once computed (results.compare._ratios),
 and history its change points, so "cold" is also measured: the first request of
---cold distinct job pairs never compared before in this process (the cache is the
-process's local memory), and the first history request of --cold-history cases. The
-anchor, in the same run, is GET /api/v1/kinds/ (authenticated, no database rows).
+--cold distinct job pairs never compared before (the cache, settings.CACHES["results"],
+starts empty: a fresh ROCPATH_VAR_DIR per run), and the first history request of
+--cold-history cases. The anchor, in the same run, is GET /api/v1/kinds/
+(authenticated, no database rows).
+
+--http (issue 39): the same over HTTP, against a real gunicorn on 127.0.0.1 started as
+`make run` starts it (config.settings.base, `--workers 2 --threads 4`, static files
+collected where make run collects them), signed in by a session cookie:
+
+  distinct pairs   --requests job pairs never compared, each requested once (API, and
+                   other pairs for the page): what a team clicking through its runs waits
+  distinct series  --requests (case, environment) histories never viewed, API and page
+  same URL         --requests of one pair / one history, after warm-up
+  4,000 cases      --big-cases cases: two jobs (API, then the page on two others), the
+                   first request and the second; and 8 jobs at once (API)
+
+The 4,000-case jobs (--big-jobs, on an environment of their own, so no history changes)
+are added to the seed once. --cache-url redis://… runs the server with CACHE_URL (the
+comparisons' cache in Redis; its `results:` keys in that database are deleted first);
+without it, the embedded defaults' file cache in a fresh folder. --json writes the report.
 
     .venv/bin/python bench/compare.py               # 5,000 jobs x 200 cases = 1,000,000
     .venv/bin/python bench/compare.py --requests 200
+    .venv/bin/python bench/compare.py --http --requests 100 --json docs/results/compare/x.json
 
-Goal (issue 12): p95 < 100 ms each; a constant number of queries (tests assert it).
+Goals: in-process p95 < 100 ms each (issue 12); over HTTP, distinct pairs and series
+p95 < 300 ms and a 4,000-case comparison warm on its second request (issue 39).
 """
 
 from __future__ import annotations
@@ -34,11 +53,17 @@ import io
 import json
 import os
 import random
+import shutil
+import signal
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -56,6 +81,7 @@ PRECISIONS = ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
 
 
 def cases(n: int) -> list[dict]:
+    """n GEMM cases; past the 896 of (backend, precision, size), batched ones (batch 2, 3…)."""
     out = []
     sizes = [64 * (i + 1) for i in range(64)]
     for backend in ("torch", "vendor-blas"):
@@ -64,6 +90,15 @@ def cases(n: int) -> list[dict]:
                 out.append(
                     {"backend": backend, "precision": precision, "m": size, "n": size, "k": size}
                 )
+    batch = 2
+    while len(out) < n:
+        for precision in PRECISIONS:
+            for size in sizes:
+                out.append(
+                    {"backend": "vendor-blas", "batch": batch, "precision": precision,
+                     "m": size, "n": size, "k": size}
+                )  # fmt: skip
+        batch += 1
     return out[:n]
 
 
@@ -72,7 +107,9 @@ def setup_django(dbname: str) -> None:
     os.environ["DATABASE_URL"] = f"{PG}/{dbname}"
     os.environ.setdefault("SECRET_KEY", "bench-only")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
-    os.environ["CACHE_URL"] = ""  # the process's local memory
+    os.environ["CACHE_URL"] = ""  # the embedded defaults' caches…
+    # …in a folder of this run's own: a rerun starts cold (the file cache persists)
+    os.environ["ROCPATH_VAR_DIR"] = tempfile.mkdtemp(prefix="rocpath-bench-compare-")
     # The bench reads hundreds of times a minute from one user and address.
     os.environ["ROCPATH_THROTTLE_USER"] = "1000000/minute"
     os.environ["ROCPATH_THROTTLE_ADDRESS"] = "1000000/minute"
@@ -113,7 +150,6 @@ def seed(args: argparse.Namespace) -> None:
     from jobs.choices import JobStatus
     from jobs.models import Job
     from jobs.services import record_environment
-    from stack.blas.gemm import FAMILY as GEMM
     from stack.kinds.blas_bench import KIND
     from teams.choices import Role
     from teams.models import Membership, Team
@@ -146,10 +182,22 @@ def seed(args: argparse.Namespace) -> None:
         )
         for i in range(args.jobs)
     )
-    rng = random.Random(12)
     speed = {e.pk: 0.6 + 0.2 * i for i, e in enumerate(envs)}
-    all_cases = cases(args.cases)
-    print(f"seeding {len(jobs) * len(all_cases):,} measurements…", flush=True)
+    print(f"seeding {len(jobs) * args.cases:,} measurements…", flush=True)
+    copy_measurements(jobs, cases(args.cases), args.samples, speed, random.Random(12))
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE bench_seed_done (at timestamptz)")
+        cursor.execute("INSERT INTO bench_seed_done VALUES (now())")
+    print(f"seeded in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def copy_measurements(jobs: list, all_cases: list[dict], n_samples: int, speed: dict,
+                      rng: random.Random) -> None:  # fmt: skip
+    """Each job's measurements of every case, written with COPY, then ANALYZE."""
+    from django.db import connection
+
+    from stack.blas.gemm import FAMILY as GEMM
+
     columns = ("job_id", "environment_id", "benchmark", '"case"', "metric", "unit", "value",
                "samples", "better", "created_at")  # fmt: skip
     with connection.cursor() as cursor:
@@ -161,7 +209,7 @@ def seed(args: argparse.Namespace) -> None:
                 buf = io.StringIO()
                 for case in all_cases:
                     level = case["m"] / 4096 * 500 * speed[env_id] * drift
-                    samples = [round(level * rng.gauss(1, 0.02), 4) for _ in range(args.samples)]
+                    samples = [round(level * rng.gauss(1, 0.02), 4) for _ in range(n_samples)]
                     buf.write(
                         "\t".join(
                             (
@@ -182,9 +230,50 @@ def seed(args: argparse.Namespace) -> None:
                 copy.write(buf.getvalue())
         cursor.execute("ANALYZE jobs_measurement")
         cursor.execute("ANALYZE jobs_job")
-        cursor.execute("CREATE TABLE bench_seed_done (at timestamptz)")
-        cursor.execute("INSERT INTO bench_seed_done VALUES (now())")
-    print(f"seeded in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def seed_big(args: argparse.Namespace) -> list[int]:
+    """--big-jobs jobs of --big-cases cases each, on an environment of their own (once)."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from jobs.choices import JobStatus
+    from jobs.models import Job
+    from jobs.services import record_environment
+    from stack.kinds.blas_bench import KIND
+    from teams.models import Team
+
+    host = f"big-{args.big_jobs}x{args.big_cases}"
+    found = list(
+        Job.objects.filter(environment__data__host__hostname=host)
+        .order_by("created_at", "id")
+        .values_list("id", flat=True)
+    )
+    if len(found) == args.big_jobs:
+        return found
+    vendor, model, arch, software = ENVIRONMENTS[0]
+    env = record_environment(
+        {
+            "host": {"hostname": host},
+            "gpus": [{"vendor": vendor, "model": model, "arch": arch}] * 8,
+            "software": software,
+        }
+    )
+    team = Team.objects.get(slug="bench")
+    user = get_user_model().objects.get(username="bench")
+    t0 = datetime(2026, 6, 1, tzinfo=UTC)
+    jobs = Job.objects.bulk_create(
+        Job(
+            kind=KIND.name, team=team, created_by=user, status=JobStatus.SUCCEEDED,
+            timeout_s=3600, environment=env, created_at=t0 + timedelta(minutes=10 * i),
+            finished_at=t0 + timedelta(minutes=10 * i + 5),
+        )
+        for i in range(args.big_jobs)
+    )  # fmt: skip
+    print(f"seeding {args.big_jobs} jobs x {args.big_cases:,} cases…", flush=True)
+    copy_measurements(jobs, cases(args.big_cases), args.samples, {env.pk: 1.0}, random.Random(39))
+    connection.close()
+    return [j.pk for j in jobs]
 
 
 def p95(times: list[float]) -> float:
@@ -303,6 +392,205 @@ def measure(args: argparse.Namespace) -> dict:
     return report
 
 
+# -- over HTTP (issue 39) -----------------------------------------------------------------
+
+
+def static_root() -> str:
+    """Where make run collects the static files (scripts/run.sh: the same key), collected
+    here once when it has not yet: the server serves pages as make run's does."""
+    key = subprocess.run(
+        ["bash", "-c", "{ cat requirements.txt config/staticfiles.py; find static -type f "
+         "-print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    cache = os.environ.get("ROCPATH_CACHE_DIR") or str(Path.home() / ".cache" / "rocpath")
+    root = os.environ.get("ROCPATH_STATIC_ROOT") or f"{cache}/static-{key}"
+    marker = Path(root) / ".collected"
+    if not (marker.exists() and marker.read_text().strip() == key):
+        print(f"collecting static files into {root} (as make run does)", flush=True)
+        env = {**os.environ, "ROCPATH_STATIC_ROOT": root}
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--no-input", "-v", "0"],
+            cwd=ROOT, env=env, check=True,
+        )  # fmt: skip
+        marker.write_text(key + "\n")
+    return root
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clear_redis_results(url: str) -> int:
+    """Delete the comparisons' keys (prefix ``results``) in the bench's Redis database."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    keys = list(client.scan_iter("results:*", count=1000))
+    for start in range(0, len(keys), 1000):
+        client.delete(*keys[start : start + 1000])
+    return len(keys)
+
+
+class Server:
+    """gunicorn as make run starts it (scripts/run.sh run_web), on a free 127.0.0.1 port."""
+
+    def __init__(self, dbname: str, cache_url: str) -> None:
+        self.port = free_port()
+        self.var = tempfile.mkdtemp(prefix="rocpath-bench-http-")
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings.base",
+            "DATABASE_URL": f"{PG}/{dbname}",
+            "CACHE_URL": cache_url,
+            "ROCPATH_VAR_DIR": self.var,
+            "ROCPATH_STATIC_ROOT": static_root(),
+            "ALLOWED_HOSTS": "127.0.0.1",
+        }
+        self.log = Path(self.var) / "web.log"
+        self.proc = subprocess.Popen(
+            [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi", "--bind",
+             f"127.0.0.1:{self.port}", "--workers", "2", "--threads", "4",
+             "--graceful-timeout", "5", "--error-logfile", "-"],
+            cwd=ROOT, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def wait(self, session: Any, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited:\n{self.log.read_text()[-3000:]}")
+            try:
+                session.get(f"{self.base}/healthz", timeout=2)
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("gunicorn did not answer")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        shutil.rmtree(self.var, ignore_errors=True)
+
+
+def _summary(times: list[float]) -> dict:
+    return {
+        "p50_ms": round(statistics.median(times), 1),
+        "p95_ms": round(p95(times), 1),
+        "max_ms": round(max(times), 1),
+        "n": len(times),
+    }
+
+
+def http_measure(args: argparse.Namespace, dbname: str, big: list[int]) -> dict:
+    """The figures over HTTP against a gunicorn of its own (see the module's docstring)."""
+    from urllib.parse import urlencode
+
+    import requests
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from jobs.models import Environment, Job, Measurement
+    from stack.blas.gemm import FAMILY as GEMM
+
+    user = get_user_model().objects.get(username="bench")
+    login = Client()
+    login.force_login(user)  # a session row the server reads: the cookie signs it in
+    cookie = login.cookies[settings.SESSION_COOKIE_NAME].value
+    big_ids = set(big)
+    ids = [
+        pk for pk in Job.objects.order_by("id").values_list("id", flat=True) if pk not in big_ids
+    ]
+    # jobs go round the five environments: the first five are one on each
+    envs = [Job.objects.select_related("environment").get(pk=pk).environment for pk in ids[:5]]
+    report: dict = {
+        "mode": "http: gunicorn config.wsgi --workers 2 --threads 4 on 127.0.0.1",
+        "cache": "CACHE_URL=" + args.cache_url if args.cache_url else "embedded (file cache)",
+        "measurements": Measurement.objects.count(),
+        "jobs": len(ids) + len(big),
+        "cases": args.cases,
+        "load average at start": os.getloadavg(),
+        "cpus": os.cpu_count(),
+    }
+    if args.cache_url:
+        report["redis results keys deleted"] = clear_redis_results(args.cache_url)
+    server = Server(dbname, args.cache_url)
+    session = requests.Session()
+    session.cookies.set(settings.SESSION_COOKIE_NAME, cookie)
+    try:
+        server.wait(session)
+
+        def get(path: str) -> tuple[float, int]:
+            t = time.perf_counter()
+            response = session.get(server.base + path, timeout=600)
+            took = (time.perf_counter() - t) * 1000
+            assert response.status_code == 200, (path, response.status_code, response.text[:300])
+            return took, len(response.content)
+
+        def history_url(path: str, case: dict, env: Environment) -> str:
+            query = {"benchmark": GEMM, "metric": "throughput", "case": json.dumps(case),
+                     "fingerprint": env.fingerprint}  # fmt: skip
+            return f"{path}?{urlencode(query)}"
+
+        # Both server processes load what a first request loads (URL conf, templates).
+        for _ in range(4):
+            get(f"/api/v1/compare/?jobs={ids[-1]},{ids[-2]}")
+            get(f"/compare/?jobs={ids[-1]},{ids[-2]}")
+            get(history_url("/history/", cases(args.cases)[-1], envs[-1]))
+        n = args.requests
+        report["anchor: GET /api/v1/kinds/"] = _summary(
+            [get("/api/v1/kinds/")[0] for _ in range(n)]
+        )
+        # distinct pairs: each pair once, never compared before (jobs 10… of the seed)
+        for name, path, offset in (("compare API", "/api/v1/compare/", 10),
+                                   ("compare page", "/compare/", 10 + 2 * n)):  # fmt: skip
+            times = [get(f"{path}?jobs={ids[offset + 2 * i]},{ids[offset + 2 * i + 1]}")[0]
+                     for i in range(n)]  # fmt: skip
+            report[f"{name}, distinct pairs (each first viewed)"] = _summary(times)
+        # distinct series: (case, environment) histories never viewed, API then page
+        series = [(c, e) for c in cases(args.cases) for e in envs]
+        random.Random(3).shuffle(series)
+        for name, path, part in (("history API", "/api/v1/history/", series[:n]),
+                                 ("history page", "/history/", series[n : 2 * n])):  # fmt: skip
+            times = [get(history_url(path, c, e))[0] for c, e in part]
+            report[f"{name}, distinct series (each first viewed)"] = _summary(times)
+        # the same URL again and again (warm)
+        pair = f"jobs={ids[0]},{ids[2]}"
+        one = (cases(args.cases)[args.cases // 2], envs[0])
+        for name, path in (("compare API", f"/api/v1/compare/?{pair}"),
+                           ("compare page", f"/compare/?{pair}"),
+                           ("history API", history_url("/api/v1/history/", *one)),
+                           ("history page", history_url("/history/", *one))):  # fmt: skip
+            for _ in range(5):
+                get(path)
+            report[f"{name}, same URL (warm)"] = _summary([get(path)[0] for _ in range(n)])
+        # 4,000 cases: the first request and the second
+        if len(big) >= 4:
+            for name, path in (("API, 2 jobs", f"/api/v1/compare/?jobs={big[0]},{big[1]}"),
+                               ("page, 2 jobs", f"/compare/?jobs={big[2]},{big[3]}"),
+                               ("API, 8 jobs", "/api/v1/compare/?jobs="
+                                + ",".join(map(str, big[:8])))):  # fmt: skip
+                first, size = get(path)
+                second, _ = get(path)
+                third, _ = get(path)
+                report[f"{args.big_cases:,} cases, {name}"] = {
+                    "first_ms": round(first), "second_ms": round(second),
+                    "third_ms": round(third), "bytes": size,
+                }  # fmt: skip
+    finally:
+        server.stop()
+    report["load average at end"] = os.getloadavg()
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -314,6 +602,11 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=20)
     parser.add_argument("--cold-history", type=int, default=3)
     parser.add_argument("--reseed", action="store_true")
+    parser.add_argument("--http", action="store_true", help="over HTTP against gunicorn")
+    parser.add_argument("--cache-url", default="", help="the server's CACHE_URL (--http)")
+    parser.add_argument("--big-cases", type=int, default=4000)
+    parser.add_argument("--big-jobs", type=int, default=8)
+    parser.add_argument("--json", default="", help="also write the report to this file")
     args = parser.parse_args()
     dbname = f"rocpath_bench_compare_{args.jobs}x{args.cases}x{args.samples}_v{SEED_VERSION}"
     seeded = ensure_database(dbname, args.reseed)
@@ -325,9 +618,20 @@ def main() -> None:
         seed(args)
     else:
         print(f"reusing the seed in {dbname}", flush=True)
-    report = measure(args)
-    report["load average at end"] = os.getloadavg()
+    if args.http:
+        big = seed_big(args) if args.big_jobs and args.big_cases else []
+        report = {
+            "command": "bench/compare.py " + " ".join(sys.argv[1:]),
+            "database": dbname,
+            **http_measure(args, dbname, big),
+        }
+    else:
+        report = measure(args)
+        report["load average at end"] = os.getloadavg()
     print(json.dumps(report, indent=2))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":
