@@ -793,17 +793,21 @@ class History:
 
 
 def _segments(values: Sequence[float], starts: list[int], seed: int = 0) -> list[Segment]:
+    """The runs between change points, each with its ratio to the one before.
+
+    The ratios are ratio_interval's, computed together by _intervals (the same numbers,
+    its faster medians: a series' first view waits for these and the change points).
+    """
     bounds = [0, *starts, len(values)]
-    segments: list[Segment] = []
-    for a, b in itertools.pairwise(bounds):
-        if a >= b:
-            continue
-        prev = segments[-1] if segments else None
-        ratio = (
-            ratio_interval(values[prev.start : prev.end], values[a:b], seed=seed) if prev else None
-        )
-        segments.append(Segment(a, b, statistics.median(values[a:b]), ratio))
-    return segments
+    spans = [(a, b) for a, b in itertools.pairwise(bounds) if a < b]
+    pairs = [
+        (list(values[p0:p1]), list(values[a:b])) for (p0, p1), (a, b) in itertools.pairwise(spans)
+    ]
+    ratios: list[Ratio | None] = [None, *_intervals(pairs, seed)] if pairs else [None]
+    return [
+        Segment(a, b, statistics.median(values[a:b]), ratio)
+        for (a, b), ratio in zip(spans, ratios, strict=False)
+    ]
 
 
 def _detect(values: list[float]) -> tuple[list[int], list[Segment]]:

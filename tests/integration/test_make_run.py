@@ -38,6 +38,10 @@ def test_make_run_restarts_a_killed_worker_and_stops_in_two_ctrl_cs(run):
     # Each process logs to var/log/, not to the terminal.
     run.wait_for_log("worker", " ready.")
     run.wait_for_log("beat", "beat: Starting")  # started beside the worker, after the web
+    # The comparison worker serves the comparisons' queue alone (issue 39).
+    run.wait_for_log("compare", " ready.")
+    queues = run.log("compare").split("[queues]")[1].split("[tasks]")[0]
+    assert "> rocpath-compare " in queues and "> rocpath " not in queues, queues
     assert "Listening at" in run.log("web")
 
     first = run.worker()

@@ -160,3 +160,16 @@ def test_batched_intervals_equal_ratio_interval_number_for_number() -> None:
     for seed in (0, 11):
         expected = [ratio_interval(a, b, seed=seed) for a, b in pairs]
         assert _intervals(pairs, seed) == expected
+
+
+def test_history_segments_carry_ratio_interval_of_the_segment_before() -> None:
+    from results.compare import _segments
+
+    rng = random.Random(5)
+    values = [rng.gauss(10, 0.2) for _ in range(40)] + [rng.gauss(9, 0.2) for _ in range(35)]
+    values += [rng.gauss(9.5, 0.2) for _ in range(25)]
+    segments = _segments(values, [40, 75])
+    assert [(s.start, s.end) for s in segments] == [(0, 40), (40, 75), (75, 100)]
+    assert segments[0].ratio is None
+    assert segments[1].ratio == ratio_interval(values[:40], values[40:75], seed=0)
+    assert segments[2].ratio == ratio_interval(values[40:75], values[75:], seed=0)
