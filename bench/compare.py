@@ -34,8 +34,8 @@ collected where make run collects them), signed in by a session cookie:
                    first request and the second; and 8 jobs at once (API)
 
 The 4,000-case jobs (--big-jobs, on an environment of their own, so no history changes)
-are added to the seed once. --cache-url redis://… runs the server with CACHE_URL (the
-comparisons' cache in Redis; its `results:` keys in that database are deleted first);
+are added to the seed once. --cache-url redis://…/<db> runs the server with CACHE_URL (the
+comparisons' cache in Redis; that database is emptied first: give the bench its own);
 without it, the embedded defaults' file cache in a fresh folder. --json writes the report.
 
     .venv/bin/python bench/compare.py               # 5,000 jobs x 200 cases = 1,000,000
@@ -423,15 +423,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def clear_redis_results(url: str) -> int:
-    """Delete the comparisons' keys (prefix ``results``) in the bench's Redis database."""
+def clear_redis(url: str) -> int:
+    """Empty the bench's Redis database (give it one of its own): the comparisons'
+    intervals and the charts a previous run drew there would make "first viewed" warm."""
     import redis
 
     client = redis.Redis.from_url(url)
-    keys = list(client.scan_iter("results:*", count=1000))
-    for start in range(0, len(keys), 1000):
-        client.delete(*keys[start : start + 1000])
-    return len(keys)
+    keys = client.dbsize()
+    client.flushdb()
+    return keys
 
 
 class Server:
@@ -521,7 +521,9 @@ def http_measure(args: argparse.Namespace, dbname: str, big: list[int]) -> dict:
         "cpus": os.cpu_count(),
     }
     if args.cache_url:
-        report["redis results keys deleted"] = clear_redis_results(args.cache_url)
+        report["redis keys deleted first"] = clear_redis(args.cache_url)
+    # A SIGTERM (a kill of the bench) ends the run through the finally: the server stops.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server = Server(dbname, args.cache_url)
     session = requests.Session()
     session.cookies.set(settings.SESSION_COOKIE_NAME, cookie)
