@@ -669,7 +669,7 @@ elif CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
 else:
     raise ImproperlyConfigured(f"CACHE_URL={CACHE_URL!r}: only redis:// URLs are supported")
 # Comparison intervals and history change points (results.compare): one entry per job pair
-# of a comparison (a 4,000-case pair is one ~250 KB value, read in one round trip), kept a
+# of a comparison (a 4,000-case pair is one ~140 KB value, read in one round trip), kept a
 # week. With CACHE_URL they live in that Redis, shared by every web worker and host. On the
 # embedded defaults a file cache under ROCPATH_VAR_DIR, shared by the web server's worker
 # processes (a process's own memory was cold for the other worker, and held Django's
