@@ -49,6 +49,7 @@ p95 < 300 ms and a 4,000-case comparison warm on its second request (issue 39).
 from __future__ import annotations
 
 import argparse
+import atexit
 import io
 import json
 import os
@@ -109,7 +110,9 @@ def setup_django(dbname: str) -> None:
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ["CACHE_URL"] = ""  # the embedded defaults' caches…
     # …in a folder of this run's own: a rerun starts cold (the file cache persists)
-    os.environ["ROCPATH_VAR_DIR"] = tempfile.mkdtemp(prefix="rocpath-bench-compare-")
+    var = tempfile.mkdtemp(prefix="rocpath-bench-compare-")
+    os.environ["ROCPATH_VAR_DIR"] = var
+    atexit.register(shutil.rmtree, var, ignore_errors=True)
     # The bench reads hundreds of times a minute from one user and address.
     os.environ["ROCPATH_THROTTLE_USER"] = "1000000/minute"
     os.environ["ROCPATH_THROTTLE_ADDRESS"] = "1000000/minute"
