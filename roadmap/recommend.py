@@ -105,10 +105,13 @@ def profile_gemm_flops(facts: Facts) -> tuple[object, dict[str, float]] | None:
         flops: dict[str, float] = {}
         for row in rows:
             try:
+                precision = str(row["precision"])
                 work = 2.0 * row["m"] * row["n"] * row["k"] * row.get("batch", 1) * row["calls"]
-            except (KeyError, TypeError):
+            except (KeyError, TypeError, AttributeError):
                 continue  # a row another version wrote differently decides nothing
-            flops[str(row["precision"])] = flops.get(str(row["precision"]), 0.0) + work
+            if not (math.isfinite(work) and work > 0):
+                continue  # nor does a shape of no (or negative) size: it has no share
+            flops[precision] = flops.get(precision, 0.0) + work
         if flops:
             return job, flops
     return None
