@@ -48,7 +48,7 @@ MAX_CV = 0.10
 # run-to-run noise alone calls an unchanged case regressed, and as much improved. The
 # threshold a change must clear is that quantile of Student's t (the noise is estimated)
 # times the spread of the difference of two runs.
-ALPHA_RUN = 0.005
+ALPHA_RUN = 0.001
 # "Unchanged" says a change this large is ruled out (the change's 90 % interval lies
 # within it); a case whose noise cannot rule it out is "inconclusive", never "unchanged".
 UNCHANGED_WITHIN = 0.05
@@ -180,8 +180,13 @@ def lent_noise(histories: Sequence[Sequence[float] | dict]) -> Noise | None:
         z[row, [c for c, _ in pairs]] = (logs - logs.mean()) / logs.std(ddof=1)
     per_run = z.sum(axis=0)
     same = float(np.sum(z**2))  # each case with itself: its runs - 1
-    n_runs = max(1, len(runs) - 1)
-    rho = (float(np.sum(per_run**2)) - same) / (n_runs * len(own) * (len(own) - 1))
+    # Pairs are counted over the runs both cases have (a case missing a run adds nothing
+    # there): m cases present in a run hold m(m - 1) ordered pairs. Standardised with
+    # n - 1, a pair's products over its n common runs sum to (n - 1) x its correlation.
+    present = (z != 0).sum(axis=0)
+    mean_runs = float(np.mean([len(h) for _, h in own]))
+    pairs = float(np.sum(present * (present - 1))) * (1.0 - 1.0 / max(2.0, mean_runs))
+    rho = (float(np.sum(per_run**2)) - same) / pairs if pairs > 0 else 0.0
     rho = min(1.0, max(0.0, rho))
     n_eff = len(own) / (1.0 + (len(own) - 1) * rho)
     d0 = min(d0, max(0.0, n_eff - 1.0) * float(np.median(d)))
@@ -203,6 +208,8 @@ def compare_samples(
     higher_is_better: bool = True,
     history: Sequence[float] | None = None,
     lent: Noise | None = None,
+    baseline_value: float | None = None,
+    current_value: float | None = None,
     alpha: float = ALPHA,
     min_effect: float = MIN_EFFECT,
     noisy_width: float = NOISY_WIDTH,
@@ -242,7 +249,14 @@ def compare_samples(
     p = mann_whitney_p(baseline, current)
     base = _clean(baseline)
     earlier = [] if history is None else list(history)
-    runs = [*earlier, float(np.median(base))] if base.size else earlier
+    # Each run's level as the history stores it (the measurement's value; the samples'
+    # median when not given, as blas-bench reports it).
+    if baseline_value is None and base.size:
+        baseline_value = float(np.median(base))
+    now = _clean(current)
+    if current_value is None and now.size:
+        current_value = float(np.median(now))
+    runs = [*earlier, baseline_value] if baseline_value is not None else earlier
     own = run_noise(runs)
     noise = own
     if lent is not None:
@@ -255,13 +269,22 @@ def compare_samples(
             # be quiet got a threshold its next run crossed by chance (t-tailed drift:
             # 1.1 % of A/A verdicts regressed; 0.6 % with this floor, detection alike).
             noise = Noise(float(np.sqrt(max(s_sq, lent.s**2))), df)
-    spread = None if noise is None else float(np.sqrt(2.0) * noise.s)  # of log(run/run)
+    # The run-level question: is this run off the level of the scope's runs (their mean,
+    # the baseline's among them) by more than their noise? Judged against that level, not
+    # the baseline's run alone: the difference spreads sqrt(1 + 1/n) times one run's, not
+    # sqrt(2) times (a lucky or unlucky baseline run no longer shifts every verdict), and
+    # the power that frees pays for a stricter alpha_run against heavy-tailed drift.
+    run_logs = _logs(runs)
+    reference = float(np.mean(run_logs)) if run_logs.size else None
+    spread = None
+    if noise is not None and reference is not None:
+        spread = float(noise.s * np.sqrt(1.0 + 1.0 / run_logs.size))
     df = None if noise is None else noise.df
     threshold_log = float(np.log1p(min_effect))
     if spread is not None:
         threshold_log = max(threshold_log, _t(1.0 - alpha_run, df) * spread)
     threshold = float(np.expm1(threshold_log))
-    history_runs = len(_logs(runs))
+    history_runs = int(run_logs.size)
     detail: dict = {
         "n_baseline": r.n_baseline,
         "n_current": r.n_current,
@@ -281,6 +304,11 @@ def compare_samples(
         )
     if r.value is None:
         return Decision("noisy", r, p, None, {**detail, "reason": "no comparable samples"})
+    if not r.value > 0 or not np.isfinite(r.value):  # a median of 0: no log ratio to judge
+        detail["interval_width"] = None
+        if r.value == 0 and higher_is_better and p is not None and p < alpha:
+            return Decision("regressed", r, p, -1.0, {**detail, "reason": "fell to zero"})
+        return Decision("noisy", r, p, None, {**detail, "reason": "a median of zero"})
     change = (r.value - 1.0) if higher_is_better else (1.0 / r.value - 1.0)
     for side, values in (("baseline", base), ("current", _clean(current))):
         cv = _cv(values)
@@ -296,13 +324,19 @@ def compare_samples(
     width = r.high / r.low - 1.0 if r.low > 0 else float("inf")
     detail["interval_width"] = width
     d = float(np.log(r.value))
-    if p < alpha and abs(d) >= threshold_log and (r.low > 1.0 or r.high < 1.0):
+    d_run = d  # against the baseline alone when the runs' level is unknown
+    if spread is not None and reference is not None and current_value and current_value > 0:
+        d_run = float(np.log(current_value)) - reference
+        detail["change_vs_runs"] = float(np.expm1(d_run))
+    past = abs(d_run) >= threshold_log and abs(d) >= np.log1p(min_effect) and d * d_run > 0
+    if p < alpha and past and (r.low > 1.0 or r.high < 1.0):
         better = (d > 0) == higher_is_better
         return Decision("improved" if better else "regressed", r, p, change, detail)
     if width > noisy_width:
         return Decision("noisy", r, p, change, {**detail, "reason": "interval too wide"})
     reach = 0.0 if spread is None else _t(0.95, df) * spread
-    low, high = min(np.log(r.low), d - reach), max(np.log(r.high), d + reach)
+    low = min(np.log(r.low), d, d_run - reach)
+    high = max(np.log(r.high), d, d_run + reach)
     band = float(np.log1p(unchanged_within))
     if -band < low and high < band:
         return Decision("unchanged", r, p, change, detail)
@@ -325,6 +359,8 @@ class CaseRuns:
     current: Sequence[float]
     history: dict[int, float] = field(default_factory=dict)
     higher_is_better: bool = True
+    baseline_value: float | None = None  # each run's level as history stores it
+    current_value: float | None = None
 
 
 def judge(cases: dict, *, seed: int = 0) -> dict:
@@ -339,7 +375,9 @@ def judge(cases: dict, *, seed: int = 0) -> dict:
     for c in cases.values():
         base = _clean(c.baseline)
         runs = dict(c.history)
-        if base.size:
+        if c.baseline_value is not None:
+            runs[baseline_run] = c.baseline_value
+        elif base.size:
             runs[baseline_run] = float(np.median(base))
         histories.append(runs)
     lent = lent_noise(histories)
@@ -350,6 +388,8 @@ def judge(cases: dict, *, seed: int = 0) -> dict:
             higher_is_better=c.higher_is_better,
             history=list(c.history.values()),
             lent=lent,
+            baseline_value=c.baseline_value,
+            current_value=c.current_value,
             seed=seed,
         )
         for key, c in cases.items()

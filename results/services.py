@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 from django.db import transaction
@@ -193,6 +194,16 @@ def _history(job: Job, baseline: Baseline) -> dict[tuple[str, str], dict[int, fl
     return found
 
 
+def _json_safe(detail: dict[str, Any]) -> dict[str, Any]:
+    """The detail as PostgreSQL's json takes it: a non-finite number (the interval width of
+    a case whose throughput fell to 0 is infinite) as None. json.dumps writes "Infinity",
+    which PostgreSQL refuses, and the whole job's comparison with it, its regressed
+    verdicts and their alert included."""
+    return {
+        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in detail.items()
+    }
+
+
 def _compare_with(job: Job, baseline: Baseline) -> list[Verdict]:
     existing = Verdict.objects.filter(job=job, benchmark=baseline.benchmark)
     if existing.filter(baseline_job_id=baseline.job_id).exists():
@@ -215,6 +226,8 @@ def _compare_with(job: Job, baseline: Baseline) -> list[Verdict]:
                         m.samples,
                         history.get(key, {}),
                         higher_is_better=m.better == Better.HIGHER,
+                        baseline_value=b.value,
+                        current_value=m.value,
                     )
                     for key, (b, m) in pairs.items()
                     if key[1] == metric
@@ -241,7 +254,7 @@ def _compare_with(job: Job, baseline: Baseline) -> list[Verdict]:
                 ratio_low=d.ratio.low,
                 ratio_high=d.ratio.high,
                 p_value=d.p_value,
-                detail={**d.detail, "change": d.change, "better": m.better},
+                detail=_json_safe({**d.detail, "change": d.change, "better": m.better}),
                 created_at=now,
             )
         )
