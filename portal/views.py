@@ -762,6 +762,9 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     return render(request, "portal/compare.html", context)
 
 
+HISTORY_RUNS_PER_PAGE = 50
+
+
 @login_required
 def history_page(request: HttpRequest) -> HttpResponse:
     """One case over the runs of one environment identity, change points marked."""
@@ -783,9 +786,18 @@ def history_page(request: HttpRequest) -> HttpResponse:
             points,
             [points[i] for i in sorted(starts)],
             y_title=unit or query.metric,
+            levels=[
+                (points[s.start][0], points[s.end - 1][0], s.median * scale)
+                for s in result.segments
+            ],
         )
         if points
         else None
+    )
+    # Newest first, 50 a page: a long history's chart draws no dot per run, and every
+    # run's value is still one click away here.
+    runs = Paginator(list(enumerate(result.points))[::-1], HISTORY_RUNS_PER_PAGE).get_page(
+        request.GET.get("page")
     )
     return render(
         request,
@@ -798,6 +810,7 @@ def history_page(request: HttpRequest) -> HttpResponse:
             "scale": scale,
             "starts": starts,
             "query_string": urlencode(query.params()),
-            "newest": list(reversed(list(enumerate(result.points))))[:50],
+            "newest": runs.object_list,
+            "runs": runs,
         },
     )

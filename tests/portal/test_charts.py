@@ -1,7 +1,7 @@
 import re
 from datetime import UTC, datetime, timedelta
 
-from portal.charts import time_chart, xy_chart
+from portal.charts import history_chart, time_chart, xy_chart
 
 
 def test_an_xy_chart_is_inline_svg_with_every_series_and_no_script():
@@ -31,3 +31,38 @@ def test_a_dots_value_is_its_title_and_positions_keep_a_tenth_of_a_pixel():
     assert "<title>8192: 780.5</title><circle" in svg  # shown on hover with no script
     assert '<desc class="x' not in svg and '<desc class="value"' not in svg
     assert not re.search(r'\s(?:cx|cy)="-?\d+\.\d\d', svg)
+
+
+def _history(n: int) -> list[tuple[datetime, float]]:
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    return [(start + timedelta(hours=i), 100.0 + i % 7 if i < n // 2 else 90.0) for i in range(n)]
+
+
+def test_a_long_history_is_one_line_through_every_run_with_its_change_points_as_dots():
+    points = _history(1000)
+    mark = points[500]
+    svg = history_chart(
+        "gemm · <throughput>",
+        points,
+        [mark],
+        y_title="TFLOP/s",
+        levels=[(points[0][0], points[499][0], 103.0), (mark[0], points[-1][0], 90.0)],
+    )
+    # A dot per run was 1,000 circles and 115-220 ms of a series' first view (issue 39).
+    assert svg.startswith("<svg") and svg.count("<circle") == 1
+    assert "<title>change point, 2026-11-21 20:00: 90</title>" in svg
+    value_line = re.search(r'<path d="M([^"]*)" fill="none" stroke="#c8102e"', svg)
+    assert value_line and len(value_line[1].split(" L")) == 1000  # every run a vertex
+    assert "segment median" in svg and "TFLOP/s" in svg and "<script" not in svg
+    assert "gemm · &lt;throughput&gt;" in svg and "<throughput>" not in svg
+    assert "2026-11-01 00:00" in svg and len(svg) < 40_000
+    # The y axis covers every run: ticks from 90 or below to 106 or above.
+    ticks = [float(t) for t in re.findall(r'text-anchor="end"[^>]*>([\d.]+)</text>', svg)]
+    assert min(ticks) <= 90 and max(ticks) >= 106
+
+
+def test_a_short_history_keeps_a_dot_per_run_with_its_value_on_hover():
+    points = _history(40)
+    svg = history_chart("gemm · throughput", points, [], y_title="TFLOP/s")
+    assert svg.count("<circle") == 40 and "<title>2026-11-01 01:00: 101</title>" in svg
+    assert "segment median" not in svg  # one segment: its median line would say nothing

@@ -207,6 +207,24 @@ def test_the_history_page_draws_the_runs_and_marks_the_change_point(member_clien
     assert len(exported) == 40 and [line["change_point"] for line in exported].count("1") == 1
 
 
+def test_every_run_of_a_long_history_is_reachable_in_the_runs_table(member_client, team):
+    env = make_environment()
+    jobs = []
+    for i in range(120):
+        jobs.append(job := make_job(team, status=JobStatus.SUCCEEDED, environment=env))
+        make_sampled_measurement(job, 100.0 + i % 5, [100.0 + i % 5], m=64)
+    params = {"benchmark": "gemm", "metric": "throughput", "case": '{"m": 64}'}
+    first = member_client.get("/history/", {**params, "fingerprint": env.fingerprint})
+    page = first.content.decode()
+    assert page.count("<circle") < 120  # the chart draws no dot per run here
+    runs = section(page, "runs")
+    assert f"#{jobs[-1].pk}<" in runs and f"#{jobs[70].pk}<" in runs and "1\u201350 of 120" in runs
+    assert f"#{jobs[69].pk}<" not in runs and "page=2#runs" in runs
+    last = member_client.get("/history/", {**params, "fingerprint": env.fingerprint, "page": 3})
+    runs = section(last.content.decode(), "runs")
+    assert f"#{jobs[0].pk}<" in runs and "101\u2013120 of 120" in runs and "page=2#runs" in runs
+
+
 def test_a_bad_history_query_is_a_400_naming_the_field(member_client):
     response = member_client.get("/history/?benchmark=gemm&metric=t&fingerprint=nope")
     assert response.status_code == 400 and "fingerprint:" in response.content.decode()
