@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from results import alerts, services
+from results import alerts, compare, services
 
 
 @shared_task(
@@ -32,5 +32,11 @@ def check_stalled_schedules() -> list[int]:
 
 @shared_task(name="results.compare_job", ignore_result=True, time_limit=600)
 def compare_job(job_id: int) -> int:
-    """Compare a finished job with its baselines; the number of verdicts written."""
-    return len(services.compare_job(job_id))
+    """Compare a finished job with its baselines; the number of verdicts written.
+
+    Then the change points of the histories the job extended (its first
+    compare.WARM_CASES cases), so that their pages' first view finds them cached.
+    """
+    written = len(services.compare_job(job_id))
+    compare.warm_histories(job_id)
+    return written
