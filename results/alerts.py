@@ -335,6 +335,7 @@ def _email_text(alert: Alert, label: str) -> str:
                 f"{m.get('unit', '')} (ratio {m.get('ratio')})"
                 for m in item.get("metrics") or [item]
             )
+            + (f" ({item['warning']})" if item.get("warning") else "")
         )
     lines += ["", "The whole event, as the webhooks receive it:", json.dumps(data, indent=2)]
     return "\n".join(lines)
@@ -429,6 +430,8 @@ def _regression(v: Any) -> dict[str, Any]:
         "ratio_low": v.ratio_low,
         "ratio_high": v.ratio_high,
         "p_value": v.p_value,
+        # a regression on under MIN_HISTORY runs says so where it is read, the alert too
+        "warning": (v.detail or {}).get("warning"),
     }
 
 

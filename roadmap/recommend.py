@@ -117,22 +117,27 @@ def profile_gemm_flops(facts: Facts) -> tuple[object, dict[str, float]] | None:
     return None
 
 
-def _profile_weights(facts: Facts, table: list[dict]) -> tuple[object, dict[str, float]] | None:
+def _profile_weights(
+    facts: Facts, table: list[dict]
+) -> tuple[object, dict[str, float], list[str]] | None:
     """Default weights of the GEMM workloads from the team's profile: each precision's share
     of the profile's GEMM *time* on the current GPU (its FLOPs over the current side's
     measured rate), spread over the weight the GEMM rows would have had equally (one each),
-    so non-GEMM rows (bandwidth) keep theirs. None without a profile, or when it ran no
-    precision the benchmarks measured (the summary then stays unweighted, and says so)."""
+    so non-GEMM rows (bandwidth) keep theirs. Also the profile's precisions no benchmark
+    measured (their time cannot be weighed: the report names them). The weights are empty
+    when it ran none the benchmarks measured; None without a profile."""
     found = profile_gemm_flops(facts)
     if found is None:
         return None
     job, flops = found
     gemm = [g for g in table if g["benchmark"] == "gemm" and g["current_rate"]]
+    measured = {g["precision"] for g in gemm}
+    unmeasured = sorted(p for p in flops if p not in measured)
     times = {g["workload"]: flops.get(g["precision"], 0.0) / g["current_rate"] for g in gemm}
     total = sum(times.values())
     if total <= 0:
-        return None
-    return job, {name: round(len(gemm) * t / total, 3) for name, t in times.items()}
+        return job, {}, unmeasured
+    return job, {name: round(len(gemm) * t / total, 3) for name, t in times.items()}, unmeasured
 
 
 def _interval(log_ratio: float, se: float) -> tuple[float, float]:
@@ -242,6 +247,7 @@ def performance_ratio(facts: Facts) -> dict | None:
         "flagged": sum(len(g["flagged"]) for g in table),
         "table": table,
         "profile": profiled[0] if profiled else None,
+        "profile_unmeasured": profiled[2] if profiled else [],
         "candidate": cand,
         "current": cur,
         "candidate_gpu": cand.environment.gpu_model,

@@ -147,6 +147,7 @@ def roadmap_document(project: Any) -> dict[str, Any]:
                 if perf["candidate_date"]
                 else None,
                 "profile_job": perf["profile"].pk if perf["profile"] else None,
+                "profile_unmeasured": perf["profile_unmeasured"],
                 "table": [
                     {
                         "workload": g["workload"],
@@ -274,6 +275,12 @@ def markdown(doc: dict[str, Any], base: str = "") -> str:
             out.append(
                 f"GEMM weights not set by the team follow each precision's share of GEMM time "
                 f"in profile job {b['profile_job']}."
+                + (
+                    f" Its {', '.join(b['profile_unmeasured'])} GEMMs were not benchmarked: "
+                    "their time is not weighed."
+                    if b["profile_unmeasured"]
+                    else ""
+                )
             )
         out += [
             "",

@@ -149,6 +149,23 @@ def test_a_regression_alert_has_one_line_per_case_not_per_metric(alert_settings:
     assert any(r["verdict_id"] == other.pk for r in payload["regressions"])
 
 
+def test_a_regression_on_a_short_history_says_so_in_the_alert(
+    alert_settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from results import services
+    from tests.results.helpers import environment, sampled_job
+
+    team, project, env = alert_settings.project.team, alert_settings.project, environment("b")
+    services.pin_baseline(sampled_job(team, project, env, level=100.0, seed=1))
+    slow = sampled_job(team, project, env, level=80.0, seed=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        verdicts = services.compare_job(slow.pk)
+    assert {v.verdict for v in verdicts} == {"regressed"}
+    line = next(r for r in Alert.objects.get().payload["regressions"])
+    assert line["warning"].startswith("1 run of history: at least 5")
+    assert "(1 run of history: at least 5" in alerts._email_text(Alert.objects.get(), "x")
+
+
 def test_the_regression_signal_may_name_the_verdicts(alert_settings: Any) -> None:
     job = make_job(
         alert_settings.project.team, status=JobStatus.SUCCEEDED, project=alert_settings.project

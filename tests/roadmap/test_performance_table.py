@@ -158,3 +158,22 @@ def test_the_newest_profile_decides_the_weights(project):
     table = {g["workload"]: g for g in performance_ratio(Facts(project))["table"]}
     assert table["gemm fp16"]["weight"] == 7 and table["gemm bf16"]["weight"] == 0
     assert table["gemm fp16"]["weight_from"] == f"profile job {newest.pk}"
+
+
+def test_a_profile_precision_no_benchmark_measured_is_named_not_weighed(team):
+    """The transformer profile ran bf16 only; benchmarks of every other precision leave its
+    time unweighable: the weights stay equal and the report says why."""
+    project = make_project(team, "no-bf16")
+    document = h200_document()
+    document["measurements"] = [
+        m for m in document["measurements"] if m["case"].get("precision") != "bf16"
+    ]
+    ingest(project, document)
+    ingest(project, derived(document, {}, FLOAT_RATIO))
+    profile = stored_profile(project, "replay/transformer-profile.json")
+    project.refresh_from_db()
+    perf = performance_ratio(Facts(project))
+    assert {g["weight_from"] for g in perf["table"]} == {"equal"}
+    assert perf["profile"] == profile and perf["profile_unmeasured"] == ["bf16"]
+    text = markdown(roadmap_document(project), base="https://rocpath.example")
+    assert "Its bf16 GEMMs were not benchmarked: their time is not weighed." in text
