@@ -119,16 +119,19 @@ def _remembered(parts: object, draw: Callable[[], SafeString]) -> SafeString:
     return svg
 
 
-def nice_ticks(low: float, high: float, most: int = 6) -> list[float]:
+def nice_ticks(low: float, high: float, most: int = 6, *, zero: bool = True) -> list[float]:
     """Round ticks from at or below ``low`` to at or above ``high``.
 
     pygal picks its y ticks inside the data's range, so the highest point of a chart sat
     above the last labelled tick (issue 36); ticks that cover the data, on steps of 1, 2,
     2.5 or 5 times a power of ten, are read at a glance.
     """
-    low, high = min(low, 0.0), max(high, 0.0)
-    if high == low:
-        high = low + 1.0
+    if zero:  # a bar or a rate is read against zero
+        low, high = min(low, 0.0), max(high, 0.0)
+        if high == low:
+            high = low + 1.0
+    elif high <= low:  # one value: a little room either side
+        low, high = low - max(abs(low) * 0.05, 0.5), high + max(abs(high) * 0.05, 0.5)
     raw = (high - low) / max(most - 1, 1)
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
@@ -320,18 +323,6 @@ _INK, _GRID, _FONT = "#1d2330", "#e2e5ea", "system-ui, sans-serif"
 _VALUE, _LEVEL, _MARK = "#c8102e", "#2b6cb0", "#1f8a4c"  # _common()'s first three colours
 
 
-def _ticks(low: float, high: float, most: int = 6) -> list[float]:
-    """Round ticks from at or below ``low`` to at or above ``high`` (zero not forced in:
-    a history is read for its changes)."""
-    if high <= low:
-        low, high = low - max(abs(low) * 0.05, 0.5), high + max(abs(high) * 0.05, 0.5)
-    raw = (high - low) / max(most - 1, 1)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
-    return [round(i * step, 12) for i in range(first, last + 1)]
-
-
 def _num(value: float) -> str:
     return f"{value:.6g}"
 
@@ -347,7 +338,7 @@ def _history_svg(
     t0, t1 = min(times), max(times)
     span_t = (t1 - t0) or 1.0
     ys = [v for _, v in points] + [v for *_, v in levels]
-    ticks = _ticks(min(ys), max(ys))
+    ticks = nice_ticks(min(ys), max(ys), zero=False)  # a history is read for its changes
     y0, y1 = ticks[0], ticks[-1]
     span_y = (y1 - y0) or 1.0
     width, height = _W - _RIGHT - _LEFT, _BOTTOM - _TOP
