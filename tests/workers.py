@@ -36,6 +36,7 @@ class Worker:
     starts: int = field(default=0)
     concurrency: int = 2
     pool: str = "prefork"
+    also: tuple[str, ...] = ()  # more queues it consumes beside its own
 
     def start(self) -> None:
         self.starts += 1
@@ -47,7 +48,7 @@ class Worker:
                 "config",
                 "worker",
                 "-Q",
-                self.queue,
+                ",".join((self.queue, *self.also)),
                 "-n",
                 self.name,
                 "-c",
@@ -115,11 +116,17 @@ def worker_env(settings, **extra: str) -> dict[str, str]:
 def _start_worker(settings, tmp_path: Path, **env: str) -> Worker:
     queue = f"it-{uuid.uuid4().hex[:8]}"
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
+    # The comparisons a finished job queues, as make run's comparison worker takes them:
+    # without it a baseline's verdicts were never written in the browser's flow.
+    settings.ROCPATH_COMPARE_QUEUE = f"{queue}-compare"
     handle = Worker(
-        env=worker_env(settings, ROCPATH_QUEUE=queue, **env),
+        env=worker_env(
+            settings, ROCPATH_QUEUE=queue, ROCPATH_COMPARE_QUEUE=f"{queue}-compare", **env
+        ),
         name=f"{queue}@%h",
         queue=queue,
         log=tmp_path / "worker.log",
+        also=(f"{queue}-compare",),
     )
     handle.log.touch()
     handle.start()
