@@ -302,34 +302,31 @@ def recommend(facts: Facts) -> Recommendation:
         rec.missing.append("a HIPIFY scan of the current code (the porting effort)")
     elif capacity is None:
         rec.missing.append("the team's time window and engineers (to weigh the effort against)")
-    elif hours > capacity:
-        rec.reasons.append(
-            Reason(
-                CUDA,
-                f"The porting estimate, {hours:g} h ({hours / HOURS_PER_DAY:.1f} person-days "
-                f"of {HOURS_PER_DAY:g} h), exceeds the {capacity:g} h the team has in its "
-                f"window ({context.time_window_weeks} weeks x {context.engineers or 1} "
-                f"engineers x {DAYS_PER_WEEK} days x {HOURS_PER_DAY:g} h).",
-                scan_link,
-                "effort",
-            )
-        )
-        rec.would_change.append(
-            f"an estimate under {capacity:g} h (decide or drop unsupported APIs, exclude "
-            "vendored code) or a longer window"
-        )
     else:
-        rec.reasons.append(
-            Reason(
-                ROCM,
-                f"The porting estimate, {hours:g} h ({hours / HOURS_PER_DAY:.1f} person-days "
-                f"of {HOURS_PER_DAY:g} h), fits the {capacity:g} h the team has "
-                f"({context.time_window_weeks} weeks x {context.engineers or 1} engineers x "
-                f"{DAYS_PER_WEEK} days x {HOURS_PER_DAY:g} h).",
-                scan_link,
-                "effort",
-            )
+        # Both sides of the comparison in the one hours convention, said the same way.
+        estimate = (
+            f"The porting estimate, {hours:g} h ({hours / HOURS_PER_DAY:.1f} person-days "
+            f"of {HOURS_PER_DAY:g} h)"
         )
+        window = (
+            f"({context.time_window_weeks} weeks x {context.engineers or 1} engineers x "
+            f"{DAYS_PER_WEEK} days x {HOURS_PER_DAY:g} h)"
+        )
+        if hours > capacity:
+            rec.reasons.append(
+                Reason(CUDA,
+                       f"{estimate}, exceeds the {capacity:g} h the team has in its window "
+                       f"{window}.", scan_link, "effort")
+            )  # fmt: skip
+            rec.would_change.append(
+                f"an estimate under {capacity:g} h (decide or drop unsupported APIs, exclude "
+                "vendored code) or a longer window"
+            )
+        else:
+            rec.reasons.append(
+                Reason(ROCM, f"{estimate}, fits the {capacity:g} h the team has {window}.",
+                       scan_link, "effort")
+            )  # fmt: skip
 
     found = nvidia_only_found(facts)
     if found:
