@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from django.conf import settings
 from django.urls import reverse
@@ -117,9 +118,13 @@ def profile_gemm_flops(facts: Facts) -> tuple[object, dict[str, float]] | None:
     return None
 
 
-def _profile_weights(
-    facts: Facts, table: list[dict]
-) -> tuple[object, dict[str, float], list[str]] | None:
+class ProfileWeights(NamedTuple):
+    job: object  # the profile job the weights come from
+    weights: dict[str, float]  # GEMM workload -> weight; empty when no precision overlaps
+    unmeasured: list[str]  # the profile's precisions no benchmark measured
+
+
+def _profile_weights(facts: Facts, table: list[dict]) -> ProfileWeights | None:
     """Default weights of the GEMM workloads from the team's profile: each precision's share
     of the profile's GEMM *time* on the current GPU (its FLOPs over the current side's
     measured rate), spread over the weight the GEMM rows would have had equally (one each),
@@ -136,8 +141,9 @@ def _profile_weights(
     times = {g["workload"]: flops.get(g["precision"], 0.0) / g["current_rate"] for g in gemm}
     total = sum(times.values())
     if total <= 0:
-        return job, {}, unmeasured
-    return job, {name: round(len(gemm) * t / total, 3) for name, t in times.items()}, unmeasured
+        return ProfileWeights(job, {}, unmeasured)
+    shares = {name: round(len(gemm) * t / total, 3) for name, t in times.items()}
+    return ProfileWeights(job, shares, unmeasured)
 
 
 def _interval(log_ratio: float, se: float) -> tuple[float, float]:
@@ -223,9 +229,9 @@ def performance_ratio(facts: Facts) -> dict | None:
     for group in table:
         if group["workload"] in weights:
             group["weight"], group["weight_from"] = float(weights[group["workload"]]), "team"
-        elif profiled is not None and group["workload"] in profiled[1]:
-            group["weight"] = profiled[1][group["workload"]]
-            group["weight_from"] = f"profile job {profiled[0].pk}"
+        elif profiled is not None and group["workload"] in profiled.weights:
+            group["weight"] = profiled.weights[group["workload"]]
+            group["weight_from"] = f"profile job {profiled.job.pk}"
         else:
             group["weight"], group["weight_from"] = 1.0, "equal"
     counted = [g for g in table if g["cases"] and g["weight"] > 0]
@@ -246,8 +252,8 @@ def performance_ratio(facts: Facts) -> dict | None:
         "cases": sum(g["cases"] for g in counted),
         "flagged": sum(len(g["flagged"]) for g in table),
         "table": table,
-        "profile": profiled[0] if profiled else None,
-        "profile_unmeasured": profiled[2] if profiled else [],
+        "profile": profiled.job if profiled else None,
+        "profile_unmeasured": profiled.unmeasured if profiled else [],
         "candidate": cand,
         "current": cur,
         "candidate_gpu": cand.environment.gpu_model,
