@@ -134,8 +134,8 @@ def roadmap_document(project: Any) -> dict[str, Any]:
                 "current_gpu": perf["current_gpu"],
                 "candidate_gpu": perf["candidate_gpu"],
                 "ratio": round(perf["ratio"], 3),
-                "low": round(perf["low"], 3) if perf["low"] is not None else None,
-                "high": round(perf["high"], 3) if perf["high"] is not None else None,
+                "low": _r3(perf["low"]),
+                "high": _r3(perf["high"]),
                 "cases": perf["cases"],
                 "flagged": perf["flagged"],
                 "current_job": perf["current"].pk,
@@ -148,17 +148,17 @@ def roadmap_document(project: Any) -> dict[str, Any]:
                 else None,
                 "profile_job": perf["profile"].pk if perf["profile"] else None,
                 "profile_unmeasured": perf["profile_unmeasured"],
+                "weights_note": _weights_note(perf),
                 "table": [
                     {
                         "workload": g["workload"],
                         "cases": g["cases"],
                         "weight": g["weight"],
                         "weight_from": g["weight_from"],
-                        "ratio": round(g["ratio"], 3) if g["cases"] else None,
-                        "low": round(g["low"], 3) if g["cases"] and g["low"] is not None else None,
-                        "high": round(g["high"], 3)
-                        if g["cases"] and g["high"] is not None
-                        else None,
+                        # a workload whose cases were all left out has no ratio
+                        "ratio": _r3(g.get("ratio")),
+                        "low": _r3(g.get("low")),
+                        "high": _r3(g.get("high")),
                         "flagged": g["flagged"],
                     }
                     for g in perf["table"]
@@ -168,6 +168,27 @@ def roadmap_document(project: Any) -> dict[str, Any]:
             else None
         ),
     }
+
+
+def _r3(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _weights_note(perf: dict[str, Any]) -> str:
+    """Where the GEMM weights the team did not set come from, said once for the HTML, the
+    PDF and the Markdown."""
+    if not perf["profile"]:
+        return ""
+    note = (
+        "GEMM weights not set by the team follow each precision's share of GEMM time in "
+        f"profile job {perf['profile'].pk}."
+    )
+    if perf["profile_unmeasured"]:
+        note += (
+            f" Its {', '.join(perf['profile_unmeasured'])} GEMMs were not benchmarked: "
+            "their time is not weighed."
+        )
+    return note
 
 
 STATUS_WORDS = {
@@ -271,17 +292,8 @@ def markdown(doc: dict[str, Any], base: str = "") -> str:
             f"{b['ratio']}x throughput (95 % {b['low'] or '?'}-{b['high'] or '?'}), weighted "
             f"over the workloads below, {b['cases']} cases."
         )
-        if b["profile_job"]:
-            out.append(
-                f"GEMM weights not set by the team follow each precision's share of GEMM time "
-                f"in profile job {b['profile_job']}."
-                + (
-                    f" Its {', '.join(b['profile_unmeasured'])} GEMMs were not benchmarked: "
-                    "their time is not weighed."
-                    if b["profile_unmeasured"]
-                    else ""
-                )
-            )
+        if b["weights_note"]:
+            out.append(b["weights_note"])
         out += [
             "",
             "| workload | cases | ratio | 95 % | weight | from | left out (< 10 % of peak) |",
