@@ -314,7 +314,7 @@ def compare_samples(
             return Decision("regressed", r, p, -1.0, {**detail, "reason": "fell to zero"})
         return Decision("noisy", r, p, None, {**detail, "reason": "a median of zero"})
     change = (r.value - 1.0) if higher_is_better else (1.0 / r.value - 1.0)
-    for side, values in (("baseline", base), ("current", _clean(current))):
+    for side, values in (("baseline", base), ("current", now)):
         cv = _cv(values)
         detail[f"cv_{side}"] = cv
         # Too noisy to conclude, unless the change is far past what that spread makes
