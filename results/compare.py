@@ -43,7 +43,7 @@ from jobs.access import jobs_for
 from jobs.models import Environment, Job, Measurement
 from jobs.models.measurement import SampleCount
 from results import detect
-from results.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, Ratio, ratio_interval
+from results.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, Ratio, _clean, ratio_interval
 from stack.kinds import KINDS
 from teams.access import AnyUser, team_ids
 
@@ -561,9 +561,7 @@ def _intervals(pairs: list[tuple[list[float], list[float]]], seed: int) -> list[
     groups: dict[tuple[int, int], list[int]] = {}
     clean = []
     for i, (base, current) in enumerate(pairs):
-        a = np.asarray([v for v in base if v is not None], dtype=float)
-        b = np.asarray([v for v in current if v is not None], dtype=float)
-        a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+        a, b = _clean(base), _clean(current)
         clean.append((a, b))
         if a.size < 2 or b.size < 2 or np.median(a) == 0:
             out[i] = ratio_interval(a, b, seed=seed)
