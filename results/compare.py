@@ -830,6 +830,18 @@ def _detect(values: list[float]) -> tuple[list[int], list[Segment]]:
     return list(found[0]), list(found[1])
 
 
+def _series(teams: Any, fingerprint: str, benchmark: str, metric: str, case: Any) -> Any:
+    """One case's measurements on one environment identity, newest first: the rows a
+    history reads and warm_histories warms (one query, so the two cannot drift apart)."""
+    return Measurement.objects.filter(
+        job__team_id__in=teams,
+        environment__fingerprint=fingerprint,
+        benchmark=benchmark,
+        metric=metric,
+        case=case,
+    ).order_by("-job__created_at", "-job_id", "-id")
+
+
 WARM_CASES = 200  # series a finished job's comparison warms (~0.15-0.3 s each)
 
 
@@ -861,15 +873,9 @@ def warm_histories(job_id: int, most: int = WARM_CASES) -> int:
         seen.add(key)
         values = [
             float(value)
-            for value in Measurement.objects.filter(
-                job__team_id=job.team_id,
-                environment__fingerprint=job.environment.fingerprint,
-                benchmark=benchmark,
-                metric=metric,
-                case=case,
-            )
-            .order_by("-job__created_at", "-job_id", "-id")
-            .values_list("value", flat=True)[:MAX_HISTORY]
+            for value in _series(
+                [job.team_id], job.environment.fingerprint, benchmark, metric, case
+            ).values_list("value", flat=True)[:MAX_HISTORY]
         ][::-1]
         _detect(values)
     return len(seen)
@@ -882,15 +888,8 @@ def history(user: AnyUser, query: HistoryQuery) -> History:
     this fingerprint through a join on the indexed fingerprint.
     """
     rows = list(
-        Measurement.objects.filter(
-            job__team_id__in=team_ids(user),
-            environment__fingerprint=query.fingerprint,
-            benchmark=query.benchmark,
-            metric=query.metric,
-            case=query.case,
-        )
+        _series(team_ids(user), query.fingerprint, query.benchmark, query.metric, query.case)
         .annotate(n_samples=SampleCount("samples"))
-        .order_by("-job__created_at", "-job_id", "-id")
         .values_list("job_id", "job__created_at", "value", "n_samples", "unit", "better")[
             : query.limit
         ]
