@@ -176,20 +176,20 @@ def lent_noise(histories: Sequence[Sequence[float] | dict]) -> Noise | None:
     # standardised, the square of their sum per run holds every pair's product once.
     runs = sorted(set().union(*(h.keys() for _, h in own)))
     col = {r: i for i, r in enumerate(runs)}
-    z = np.zeros((len(own), len(runs)))
+    std = np.zeros((len(own), len(runs)))
     for row, (_, h) in enumerate(own):
         pairs = [(col[r], v) for r, v in h.items() if v is not None and v > 0 and np.isfinite(v)]
         logs = np.log(np.asarray([v for _, v in pairs]))
-        z[row, [c for c, _ in pairs]] = (logs - logs.mean()) / logs.std(ddof=1)
-    per_run = z.sum(axis=0)
-    same = float(np.sum(z**2))  # each case with itself: its runs - 1
+        std[row, [c for c, _ in pairs]] = (logs - logs.mean()) / logs.std(ddof=1)
+    per_run = std.sum(axis=0)
+    same = float(np.sum(std**2))  # each case with itself: its runs - 1
     # Pairs are counted over the runs both cases have (a case missing a run adds nothing
     # there): m cases present in a run hold m(m - 1) ordered pairs. Standardised with
     # n - 1, a pair's products over its n common runs sum to (n - 1) x its correlation.
-    present = (z != 0).sum(axis=0)
+    present = (std != 0).sum(axis=0)
     mean_runs = float(np.mean([len(h) for _, h in own]))
-    pairs = float(np.sum(present * (present - 1))) * (1.0 - 1.0 / max(2.0, mean_runs))
-    rho = (float(np.sum(per_run**2)) - same) / pairs if pairs > 0 else 0.0
+    n_pairs = float(np.sum(present * (present - 1))) * (1.0 - 1.0 / max(2.0, mean_runs))
+    rho = (float(np.sum(per_run**2)) - same) / n_pairs if n_pairs > 0 else 0.0
     rho = min(1.0, max(0.0, rho))
     n_eff = len(own) / (1.0 + (len(own) - 1) * rho)
     d0 = min(d0, max(0.0, n_eff - 1.0) * float(np.median(d)))
