@@ -404,13 +404,11 @@ def on_regression_found(
     for v in rows:
         cases.setdefault((v.benchmark, v.case_key), []).append(v)
     listed = list(cases.values())
+    shown = [[_regression(v) for v in group] for group in listed[:REGRESSIONS_LISTED]]
     payload = {
         "job": _job_facts(job),
         "cases": len(listed),
-        "regressions": [
-            {**_regression(group[0]), "metrics": [_regression(v) for v in group]}
-            for group in listed[:REGRESSIONS_LISTED]
-        ],
+        "regressions": [{**metrics[0], "metrics": metrics} for metrics in shown],
         "more": len(listed) > REGRESSIONS_LISTED,
     }
     return notify(project_id, AlertEvent.REGRESSION, payload)
