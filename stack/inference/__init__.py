@@ -1,0 +1,1 @@
+"""inference-bench: how fast an LLM serves (TTFT, TPOT, throughput, KV memory, energy)."""

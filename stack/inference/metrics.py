@@ -1,0 +1,117 @@
+"""Per-request latencies and a run's throughputs, as ``vllm bench serve`` defines them.
+
+For one request sent at ``start`` whose output tokens arrived at ``token_times``:
+- TTFT: first token's arrival - start.
+- E2EL: last token's arrival - start (the request's whole latency).
+- TPOT: (E2EL - TTFT) / (output tokens - 1): time per output token after the first;
+  none for a one-token output.
+- ITL: each gap between successive arrivals. A streamed chunk that carries several
+  tokens is one arrival, as in vLLM (its gap is one ITL sample, the tokens are counted).
+A run's request throughput is completed requests / duration; output throughput is the
+completed requests' output tokens / duration; total token throughput adds their input
+tokens. Percentiles are linear interpolation between order statistics (numpy's default,
+which vLLM calls). MLPerf Inference's server scenario reports the same TTFT and TPOT
+(its "time per output token" also leaves the first token out). docs/inference.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+PERCENTILES = (50, 90, 99)
+LATENCIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
+
+
+@dataclass
+class RequestRecord:
+    """What one request did: when it was sent, when its tokens came, how many."""
+
+    start: float
+    input_len: int
+    token_times: list[float] = field(default_factory=list)
+    output_len: int | None = None  # the server's count (usage) where it gave one
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.token_times)
+
+    @property
+    def tokens_out(self) -> int:
+        """Output tokens: the server's count when it said, else one per arrival."""
+        return self.output_len if self.output_len is not None else len(self.token_times)
+
+    def ttft(self) -> float:
+        return self.token_times[0] - self.start
+
+    def e2el(self) -> float:
+        return self.token_times[-1] - self.start
+
+    def tpot(self) -> float | None:
+        n = self.tokens_out
+        return (self.e2el() - self.ttft()) / (n - 1) if n > 1 else None
+
+    def itls(self) -> list[float]:
+        times = self.token_times
+        return [b - a for a, b in itertools.pairwise(times)]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile with linear interpolation (numpy.percentile's default)."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def distribution(values: list[float]) -> dict[str, float | None]:
+    """mean, p50, p90, p99 of the values (None each when there are none)."""
+    if not values:
+        return {"mean": None, **{f"p{q}": None for q in PERCENTILES}}
+    return {
+        "mean": statistics.fmean(values),
+        **{f"p{q}": percentile(values, q) for q in PERCENTILES},
+    }
+
+
+def request_samples(records: list[RequestRecord]) -> dict[str, list[float]]:
+    """The four latencies in milliseconds: one sample per completed request (ITL: per gap)."""
+    done = [r for r in records if r.ok]
+    tpots = [t for t in (r.tpot() for r in done) if t is not None]
+    return {
+        "ttft_ms": [r.ttft() * 1e3 for r in done],
+        "tpot_ms": [t * 1e3 for t in tpots],
+        "itl_ms": [gap * 1e3 for r in done for gap in r.itls()],
+        "e2el_ms": [r.e2el() * 1e3 for r in done],
+    }
+
+
+def summarize(records: list[RequestRecord], duration_s: float) -> dict[str, Any]:
+    """The run's stats: counts, throughputs and each latency's distribution.
+
+    ``duration_s`` is the benchmark's wall time from the first request sent to the last
+    answer (vLLM's ``benchmark_duration``), not the sum of the requests' latencies.
+    """
+    done = [r for r in records if r.ok]
+    samples = request_samples(records)
+    input_tokens = sum(r.input_len for r in done)
+    output_tokens = sum(r.tokens_out for r in done)
+    per_s = 1.0 / duration_s if duration_s > 0 else 0.0
+    return {
+        "completed": len(done),
+        "failed": len(records) - len(done),
+        "duration_s": duration_s,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "request_throughput": len(done) * per_s,
+        "output_throughput": output_tokens * per_s,
+        "total_token_throughput": (input_tokens + output_tokens) * per_s,
+        **{name: distribution(values) for name, values in samples.items()},
+    }
