@@ -53,7 +53,7 @@ class _Connection:
         self.writer.close()
 
 
-class _Pool:
+class Pool:
     """Idle connections to one server, reused newest first."""
 
     def __init__(self, target: Target) -> None:
@@ -169,7 +169,7 @@ def _apply(payload: str, record: RequestRecord, now: float) -> bool:
 
 
 async def send(
-    pool: _Pool,
+    pool: Pool,
     prompt: str | list[int],
     input_len: int,
     max_tokens: int,
@@ -254,7 +254,7 @@ async def run_load(
 ) -> tuple[list[RequestRecord], float]:
     """Send every prompt, at most ``concurrency`` in flight; the records and the duration
     from the first send to the last answer."""
-    pool = _Pool(target)
+    pool = Pool(target)
     gate = asyncio.Semaphore(max(1, concurrency))
     offsets = arrival_offsets(len(prompts), rate, seed)
     began = time.perf_counter()

@@ -18,6 +18,7 @@ from stack.kinds import (
     compile_check,
     hipify_convert,
     hipify_scan,
+    inference_bench,
     noop,
     probe,
     profile,
@@ -47,6 +48,7 @@ _MODULES = (
     compile_check,
     profile,
     collective_bench,
+    inference_bench,
     tune_gemm,
 )
 

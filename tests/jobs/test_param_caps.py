@@ -33,6 +33,8 @@ def test_the_kinds_cap_what_they_capped_before_the_caps_moved_onto_them_and_prof
         ("collective-bench", "tool_timeout_s"),
         ("tune-gemm", "driver_timeout_s"),
         ("tune-gemm", "tool_timeout_s"),
+        ("inference-bench", "case_timeout_s"),
+        ("inference-bench", "server_start_timeout_s"),
     }
 
 

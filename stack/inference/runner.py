@@ -1,0 +1,480 @@
+"""The inference-bench job: each mode x concurrency is a case; each case's latencies,
+throughputs, memory and energy become measurements (docs/inference.md).
+
+Order of work: fingerprint the machine, pick the device and dtype, make the prompts
+(seeded), start the GPU telemetry sampler, then the offline cases on one model in this
+process, freed before the online cases start their server.
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import io
+import itertools
+import math
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stack.inference import metrics, models, offline, online, presets
+from stack.inference.prompts import Lengths, make_prompts, output_lengths
+from stack.runtime import Artifact, Measurement, RunContext, RunResult
+
+BENCHMARK = "inference"
+ENGINE = "transformers-cb"
+# The most per-request (and per-gap) samples a measurement carries; more add nothing to a
+# comparison and only weigh on the database.
+MAX_SAMPLES = 4096
+GIB = 2**30
+
+
+@dataclass
+class Device:
+    kind: str  # "cuda" or "cpu"
+    vendor: str | None
+    uuid: str | None
+    name: str
+
+
+def pick_device(wanted: str, environment: dict[str, Any] | None) -> Device:
+    """The GPU torch sees (CUDA or ROCm builds alike), unless the params ask for the CPU."""
+    import torch
+
+    if wanted != "cpu" and torch.cuda.is_available():
+        gpus = (environment or {}).get("gpus") or []
+        first = gpus[0] if gpus else {}
+        vendor = "amd" if getattr(torch.version, "hip", None) else "nvidia"
+        return Device("cuda", vendor, first.get("uuid"), torch.cuda.get_device_name(0))
+    if wanted == "cuda":
+        raise RuntimeError("device 'cuda' was asked and torch sees no GPU")
+    return Device("cpu", None, None, "cpu")
+
+
+def dtype_name(wanted: str, device: Device) -> str:
+    """auto: bfloat16 on a GPU (what serving stacks run), float32 on a CPU."""
+    if wanted != "auto":
+        return wanted
+    return "bfloat16" if device.kind == "cuda" else "float32"
+
+
+def _lengths(params: dict[str, Any], prefix: str) -> Lengths:
+    return Lengths(
+        params[f"{prefix}_dist"],
+        params[f"{prefix}_len"],
+        low=params.get(f"{prefix}_min") or 1,
+        high=params.get(f"{prefix}_max") or 0,
+    )
+
+
+def _energy(window: list[Any], t0: float, t1: float) -> float | None:
+    """Joules over [t0, t1]: the power samples integrated (trapezoids, the edges held at
+    the nearest reading); None without two readings."""
+    points = sorted((s.t, s.power_w) for s in window if s.power_w is not None)
+    if not points or t1 <= t0:
+        return None
+    if len(points) == 1:
+        return points[0][1] * (t1 - t0)
+    points = [(t0, points[0][1]), *[p for p in points if t0 < p[0] < t1], (t1, points[-1][1])]
+    return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in itertools.pairwise(points))
+
+
+def _measurements(
+    case: dict[str, Any],
+    stats: dict[str, Any],
+    samples: dict[str, list[float]],
+    extra: dict[str, Any],
+) -> list[Measurement]:
+    out: list[Measurement] = []
+
+    def add(
+        metric: str, unit: str, value: float | None, better: str, values: list[float] = ()
+    ) -> None:  # type: ignore[assignment]
+        if value is not None and math.isfinite(value):
+            out.append(
+                Measurement(
+                    BENCHMARK,
+                    metric,
+                    unit,
+                    float(value),
+                    list(values)[:MAX_SAMPLES],
+                    dict(case),
+                    better,
+                )
+            )
+
+    for name in metrics.LATENCIES:
+        dist = stats[name]
+        base = name.removesuffix("_ms")
+        add(f"{base}_p50", "ms", dist["p50"], "lower", samples[name])
+        add(f"{base}_p90", "ms", dist["p90"], "lower")
+        add(f"{base}_p99", "ms", dist["p99"], "lower")
+    add("request_throughput", "req/s", stats["request_throughput"], "higher")
+    add("output_throughput", "tok/s", stats["output_throughput"], "higher")
+    add("total_token_throughput", "tok/s", stats["total_token_throughput"], "higher")
+    if extra.get("peak_memory_bytes") is not None:
+        add("peak_memory", "GiB", extra["peak_memory_bytes"] / GIB, "lower")
+    if extra.get("tokens_per_joule") is not None:
+        add("tokens_per_joule", "tok/J", extra["tokens_per_joule"], "higher")
+    return out
+
+
+def _request_rows(
+    mode: str, concurrency: int, records: list[metrics.RequestRecord]
+) -> list[list[Any]]:
+    rows = []
+    for i, r in enumerate(records):
+        ok = r.ok
+        tpot = r.tpot() if ok else None
+        rows.append(
+            [
+                mode,
+                concurrency,
+                i,
+                r.input_len,
+                r.tokens_out if ok else 0,
+                f"{r.ttft() * 1e3:.3f}" if ok else "",
+                f"{tpot * 1e3:.3f}" if tpot is not None else "",
+                f"{r.e2el() * 1e3:.3f}" if ok else "",
+                r.error or "",
+            ]
+        )
+    return rows
+
+
+def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    """The whole job; see the module docstring."""
+    from stack.blas import samples as telemetry_samples
+    from stack.blas import telemetry
+    from stack.blas.setup import fingerprint
+
+    log = ctx.emit.log
+    artifacts: list[Artifact] = []
+    environment = None
+    if params.get("environment", True):
+        ctx.emit.progress(1, "fingerprinting the machine (probe)")
+        environment, probe_artifacts, env_error = fingerprint(ctx)
+        artifacts.extend(probe_artifacts)
+        if env_error:
+            log(f"environment fingerprint failed: {env_error}", level="warning")
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        return RunResult(
+            status="errored",
+            environment=environment,
+            error=f"inference-bench needs torch and transformers in the job image: {exc}",
+        )
+    try:
+        device = pick_device(params["device"], environment)
+    except RuntimeError as exc:
+        return RunResult(status="errored", environment=environment, error=str(exc))
+    dtype = dtype_name(params["dtype"], device)
+
+    if params.get("registered_model"):
+        folder = ctx.work / "model"
+        if not (folder / "config.json").is_file():
+            return RunResult(
+                status="errored",
+                environment=environment,
+                error=(
+                    f"registered model {params['registered_model']!r} did not reach the job "
+                    "(no WORK/model/config.json): the worker resolves it from ROCPATH_MODEL_ROOT"
+                ),
+            )
+        spec = models.ModelSpec(params["registered_model"], path=folder)
+    else:
+        spec = models.ModelSpec(params["model"], preset=params["model"], layers=params["layers"])
+    config = spec.config()
+    kv_per_token = presets.kv_bytes_per_token(config, dtype)
+    weights = presets.parameter_count(config) if spec.random_weights else None
+
+    n = params["requests"]
+    input_lengths, output_lens = _lengths(params, "input"), _lengths(params, "output")
+    prompts = make_prompts(n, input_lengths, int(config["vocab_size"]), params["seed"])
+    max_tokens = output_lengths(n, output_lens, params["seed"])
+    warm = make_prompts(
+        params["warmup_requests"],
+        Lengths("fixed", 16),
+        int(config["vocab_size"]),
+        params["seed"] + 99,
+    )
+    longest = max(len(p) for p in prompts) + max(max_tokens)
+    block = params["block_size"]
+    num_blocks, batch_tokens = params["num_blocks"], params["max_batch_tokens"]
+    if device.kind == "cpu":
+        # The engine sizes a cache from free GPU memory; on a CPU that is the host's RAM
+        # (minutes of zeroing). Here: room for the largest batch of the longest request.
+        num_blocks = num_blocks or max(params["concurrency"]) * math.ceil(longest / block) + 1
+        batch_tokens = batch_tokens or 512
+
+    sampler = telemetry.make_sampler(device.vendor, 0, device.uuid, 100)
+    sampler.start()
+    cases: list[dict[str, Any]] = []
+    measurements: list[Measurement] = []
+    request_rows: list[list[Any]] = []
+    errors: list[str] = []
+    steps = len(params["modes"]) * len(params["concurrency"])
+    done_steps = 0
+
+    def record(
+        mode: str,
+        concurrency: int,
+        records: list[metrics.RequestRecord],
+        duration: float,
+        t0: float,
+        t1: float,
+        extra: dict[str, Any],
+    ) -> None:
+        nonlocal done_steps
+        stats = metrics.summarize(records, duration)
+        window = sampler.window(t0, t1)
+        energy = _energy(window, t0, t1)
+        if energy:
+            extra["energy_j"] = energy
+            extra["tokens_per_joule"] = (stats["input_tokens"] + stats["output_tokens"]) / energy
+        extra["telemetry"] = (
+            {
+                k: v
+                for k, v in telemetry_samples.summarize_window(window).items()
+                if not k.endswith("_samples")
+            }
+            if window
+            else None
+        )
+        case = {
+            "mode": mode,
+            "engine": ENGINE,
+            "model": spec.name,
+            "dtype": dtype,
+            "input": input_lengths.label(),
+            "output": output_lens.label(),
+            "concurrency": concurrency,
+        }
+        if mode == "online" and params["request_rate"]:
+            case["rate"] = params["request_rate"]
+        measurements.extend(_measurements(case, stats, metrics.request_samples(records), extra))
+        request_rows.extend(_request_rows(mode, concurrency, records))
+        cases.append({**case, "stats": stats, **extra})
+        done_steps += 1
+        failed = stats["failed"]
+        log(
+            f"{mode} c={concurrency}: {stats['completed']} done, {failed} failed, "
+            f"TTFT p50 {stats['ttft_ms']['p50'] or 0:.1f} ms, "
+            f"TPOT p50 {stats['tpot_ms']['p50'] or 0:.2f} ms, "
+            f"{stats['output_throughput']:.1f} tok/s"
+        )
+        if failed:
+            first = next(r.error for r in records if not r.ok)
+            errors.append(
+                f"{mode} c={concurrency}: {failed} of {len(records)} requests failed ({first})"
+            )
+        ctx.emit.progress(5 + 90 * done_steps // steps, f"{mode} concurrency {concurrency} done")
+
+    torch_dtype = getattr(torch, dtype)
+    server_log = None
+    try:
+        if "offline" in params["modes"]:
+            import torch
+
+            ctx.emit.progress(3, f"building {spec.name} on {device.name}")
+            model = models.build_model(
+                spec, device.kind, torch_dtype, params["attn_implementation"]
+            )
+            if weights is None:
+                weights = sum(p.numel() for p in model.parameters())
+            cuda = device.kind == "cuda"
+            if warm:
+                offline.run_case(
+                    model,
+                    warm,
+                    [4] * len(warm),
+                    concurrency=len(warm),
+                    block_size=block,
+                    num_blocks=num_blocks,
+                    max_batch_tokens=batch_tokens,
+                    timeout_s=params["case_timeout_s"],
+                    cuda=cuda,
+                )
+            for concurrency in params["concurrency"]:
+                if cuda:
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                t0 = time.time()
+                records, duration, cache = offline.run_case(
+                    model,
+                    prompts,
+                    max_tokens,
+                    concurrency=concurrency,
+                    block_size=block,
+                    num_blocks=num_blocks,
+                    max_batch_tokens=batch_tokens,
+                    timeout_s=params["case_timeout_s"],
+                    cuda=cuda,
+                )
+                t1 = time.time()
+                extra: dict[str, Any] = {"cache": cache.as_dict()}
+                if cache.tokens:
+                    per_request = math.ceil(longest / (cache.block_size or block))
+                    extra["largest_batch"] = (cache.num_blocks or 0) // max(1, per_request)
+                extra["peak_memory_bytes"] = torch.cuda.max_memory_allocated() if cuda else None
+                record("offline", concurrency, records, duration, t0, t1, extra)
+            del model
+            gc.collect()
+            if device.kind == "cuda":
+                torch.cuda.empty_cache()
+        if "online" in params["modes"]:
+            ctx.emit.progress(50, "starting transformers serve")
+            scratch = tempfile.TemporaryDirectory(prefix="rocpath-served-")  # WORK is read-only
+            served = spec.path or models.write_served_folder(spec, Path(scratch.name), dtype)
+            settings = online.ServerSettings(
+                device="cuda" if device.kind == "cuda" else "cpu",
+                dtype=dtype,
+                attn=params["attn_implementation"],
+                block_size=block,
+                num_blocks=num_blocks,
+                max_batch_tokens=batch_tokens,
+                start_timeout_s=params["server_start_timeout_s"],
+            )
+            server_log = ctx.out / "inference-bench" / "server.log"
+            server_log.parent.mkdir(parents=True, exist_ok=True)
+            texts = (
+                [models.prompt_text(p) for p in prompts]
+                if spec.random_weights
+                else _decoded(served, prompts)
+            )
+            warm_texts = [models.prompt_text(p) for p in warm]
+            with online.serving(served, settings, server_log) as target:
+                if warm_texts:
+                    online.run_case(
+                        target,
+                        warm_texts,
+                        [len(p) for p in warm],
+                        [4] * len(warm),
+                        concurrency=len(warm),
+                        rate=0.0,
+                        seed=params["seed"],
+                    )
+                for concurrency in params["concurrency"]:
+                    t0 = time.time()
+                    records, duration = online.run_case(
+                        target,
+                        texts,
+                        [len(p) for p in prompts],
+                        max_tokens,
+                        concurrency=concurrency,
+                        rate=params["request_rate"],
+                        seed=params["seed"],
+                    )
+                    t1 = time.time()
+                    record(
+                        "online",
+                        concurrency,
+                        records,
+                        duration,
+                        t0,
+                        t1,
+                        {"server": "transformers serve", "server_version": online.server_version()},
+                    )
+    except online.ServerError as exc:
+        errors.append(str(exc))
+    finally:
+        sampler.stop()
+
+    if server_log is not None and server_log.exists():
+        artifacts.append(
+            Artifact("inference-bench/server.log", "text/plain", "the server's output")
+        )
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(
+        [
+            "mode",
+            "concurrency",
+            "request",
+            "input_tokens",
+            "output_tokens",
+            "ttft_ms",
+            "tpot_ms",
+            "e2el_ms",
+            "error",
+        ]
+    )
+    writer.writerows(request_rows)
+    artifacts.append(
+        ctx.write_artifact(
+            "inference-bench/requests.csv",
+            text.getvalue(),
+            "text/csv",
+            "every request: its tokens in and out, TTFT, TPOT, E2EL",
+        )
+    )
+    if sampler.samples:
+        artifacts.append(
+            ctx.write_artifact(
+                f"inference-bench/telemetry-{sampler.source}.csv",
+                sampler.csv_text(),
+                "text/csv",
+                f"GPU clocks, power and temperature from {sampler.source}",
+            )
+        )
+
+    summary = {
+        "engine": ENGINE,
+        "engine_version": online.server_version(),
+        "device": {"kind": device.kind, "name": device.name, "vendor": device.vendor},
+        "model": {
+            "name": spec.name,
+            "preset": spec.preset,
+            "layers": int(config["num_hidden_layers"]),
+            "random_weights": spec.random_weights,
+            "parameters": weights,
+            "dtype": dtype,
+            "weights_bytes": weights * presets.DTYPE_BYTES[dtype] if weights else None,
+            "kv_bytes_per_token": kv_per_token,
+        },
+        "workload": {
+            "requests": n,
+            "input": input_lengths.label(),
+            "output": output_lens.label(),
+            "seed": params["seed"],
+            "request_rate": params["request_rate"] or None,
+        },
+        "cases": cases,
+        "telemetry": sampler.describe(),
+        "errors": errors,
+    }
+    if spec.random_weights:
+        summary["note"] = (
+            "random weights from the preset's config: a serving stack's speed "
+            "and memory follow the model's shapes, not its weights' values"
+        )
+    if not cases:
+        return RunResult(
+            status="errored",
+            environment=environment,
+            summary=summary,
+            artifacts=artifacts,
+            error="; ".join(errors) or "no case ran",
+        )
+    status = "failed" if errors else "succeeded"
+    return RunResult(
+        status=status,
+        environment=environment,
+        measurements=measurements,
+        summary=summary,
+        artifacts=artifacts,
+        error="; ".join(errors)[:2000] if errors else None,
+    )
+
+
+def _decoded(folder: Any, prompts: list[list[int]]) -> list[str]:
+    """A registered model's prompts as text through its own tokenizer (the server counts
+    the tokens it got; its usage event's count is the one kept)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    return [tokenizer.decode(p) for p in prompts]

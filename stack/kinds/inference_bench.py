@@ -1,0 +1,221 @@
+"""The inference-bench kind: how fast an LLM serves, offline and online.
+
+The work is in stack/inference/ (runner.py: the cases; offline.py: transformers'
+continuous batching in process; online.py: ``transformers serve`` started by the job and
+client.py's streaming load; metrics.py: vLLM's definitions; presets.py: model shapes
+and KV bytes per token; registry.py: operator-registered model folders; parsers.py:
+guidellm's and ``vllm bench serve``'s JSON). See docs/inference.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stack.inference.presets import PRESETS
+from stack.inference.prompts import DISTRIBUTIONS
+from stack.inference.registry import NAME_PATTERN
+from stack.kinds.base import Cap, Kind
+from stack.runtime import RunContext, RunResult
+
+
+def _length(name: str, default: int, dist: str) -> dict[str, dict[str, Any]]:
+    return {
+        f"{name}_dist": {
+            "enum": list(DISTRIBUTIONS),
+            "default": dist,
+            "description": f"How {name} lengths spread: fixed, uniform on [min, max], "
+            "or lognormal (ShareGPT-like) with the length as its median.",
+        },
+        f"{name}_len": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 131072,
+            "default": default,
+            "description": f"{name.capitalize()} tokens per request (fixed; lognormal's median).",
+        },
+        f"{name}_min": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 131072,
+            "default": 0,
+            "description": "Shortest (uniform, lognormal); 0: 1.",
+        },
+        f"{name}_max": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 131072,
+            "default": 0,
+            "description": "Longest (uniform, lognormal); 0: 4 x the length.",
+        },
+    }
+
+
+KIND = Kind(
+    name="inference-bench",
+    title="LLM serving benchmark",
+    description=(
+        "TTFT, TPOT, inter-token latency and end-to-end latency (p50/p90/p99, vLLM's "
+        "definitions), request and token throughput, KV-cache bytes per token and the "
+        "engine's cache, peak GPU memory and tokens per joule, per concurrency. Offline "
+        "through transformers' continuous batching (generate_batch, paged attention) and "
+        "online against `transformers serve` started by the job on 127.0.0.1. Models are "
+        "architecture presets with random weights (nothing downloaded) or folders the "
+        "operator registered on the worker."
+    ),
+    params_schema={
+        "type": "object",
+        "properties": {
+            "modes": {
+                "type": "array",
+                "items": {"enum": ["offline", "online"]},
+                "minItems": 1,
+                "uniqueItems": True,
+                "default": ["offline"],
+                "description": "offline: the engine's batch API in the job; online: a "
+                "streaming OpenAI-compatible server the job starts.",
+            },
+            "model": {
+                "enum": list(PRESETS),
+                "default": "llama-3-8b",
+                "description": "Architecture preset, built with random weights.",
+            },
+            "layers": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 256,
+                "default": 0,
+                "description": "Override the preset's layer count (0: its own), e.g. a "
+                "few layers of Llama-3-70B on one GPU.",
+            },
+            "registered_model": {
+                "type": "string",
+                "default": "",
+                "maxLength": 128,
+                "pattern": f"^$|{NAME_PATTERN}",
+                "description": "A model registered on the worker (ROCPATH_MODEL_ROOT), "
+                "by name; overrides model.",
+            },
+            "dtype": {
+                "enum": ["auto", "bfloat16", "float16", "float32"],
+                "default": "auto",
+                "description": "auto: bfloat16 on a GPU, float32 on a CPU.",
+            },
+            "attn_implementation": {
+                "enum": ["paged|sdpa", "paged|eager", "paged|flash_attention_2"],
+                "default": "paged|sdpa",
+                "description": "The paged attention kernel transformers uses.",
+            },
+            "device": {
+                "enum": ["auto", "cuda", "cpu"],
+                "default": "auto",
+                "description": "auto: the GPU when torch sees one (CUDA or ROCm).",
+            },
+            "requests": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 100000,
+                "default": 64,
+                "description": "Requests per case.",
+            },
+            **_length("input", 512, "uniform"),
+            **_length("output", 64, "fixed"),
+            "concurrency": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 1, "maximum": 4096},
+                "minItems": 1,
+                "maxItems": 32,
+                "default": [1, 8, 32],
+                "description": "Requests in flight (offline: per batch); one case each.",
+            },
+            "request_rate": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 100000,
+                "default": 0,
+                "description": "Online: requests/s, Poisson arrivals; 0 sends all at once.",
+            },
+            "seed": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 2**31 - 1,
+                "default": 0,
+                "description": "Seeds prompt lengths, token ids and arrivals.",
+            },
+            "warmup_requests": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 1024,
+                "default": 4,
+                "description": "Short untimed requests first, per mode.",
+            },
+            "block_size": {
+                "type": "integer",
+                "minimum": 4,
+                "maximum": 4096,
+                "default": 256,
+                "description": "Tokens per KV-cache block.",
+            },
+            "num_blocks": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 10_000_000,
+                "default": 0,
+                "description": "KV-cache blocks; 0: the engine's (a share of free GPU "
+                "memory; on a CPU, room for the largest batch).",
+            },
+            "max_batch_tokens": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 10_000_000,
+                "default": 0,
+                "description": "Tokens per forward pass; 0: the engine's.",
+            },
+            "case_timeout_s": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 86400,
+                "default": 1800,
+                "description": "Limit for one case.",
+            },
+            "server_start_timeout_s": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 86400,
+                "default": 900,
+                "description": "Limit for the server to answer its first completion.",
+            },
+            "environment": {
+                "type": "boolean",
+                "default": True,
+                "description": "Fingerprint the machine first (the probe).",
+            },
+        },
+        "additionalProperties": False,
+    },
+    example_params={
+        "model": "tiny-llama",
+        "device": "cpu",
+        "requests": 16,
+        "input_len": 64,
+        "output_len": 16,
+        "concurrency": [1, 4],
+    },
+    default_timeout_s=7200,
+    runner="stack.kinds.inference_bench:run",
+    needs_gpu=True,
+    phases=(3, 4),
+    # The roadmap takes it up with the serving sweep (inference-bench II).
+    install_hints={},
+    param_caps={"case_timeout_s": Cap.RUN_SECONDS, "server_start_timeout_s": Cap.RUN_SECONDS},
+)
+
+
+def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    """Measure serving as the params ask; see docs/inference.md."""
+    from stack.inference.runner import run as run_inference
+
+    for name in ("input", "output"):
+        low, high = params[f"{name}_min"], params[f"{name}_max"]
+        if high and low > high:
+            return RunResult(status="errored", error=f"{name}_min is larger than {name}_max")
+    return run_inference(params, ctx)

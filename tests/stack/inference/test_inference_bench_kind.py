@@ -1,0 +1,141 @@
+"""The inference-bench kind on the CPU: a tiny random-weight Llama served offline
+(transformers' continuous batching) and online (`transformers serve`), end to end
+through the stack CLI, its result checked against the contract and the config."""
+
+import json
+
+import pytest
+from stack_helpers import run_stack
+
+from stack.contract import validate_result
+from stack.inference.presets import kv_bytes_per_token, preset_config
+from stack.inference.registry import RegistryError, names, resolve
+from stack.kinds import ParamsError, validate_params
+
+pytest.importorskip("transformers")
+
+SMALL = {
+    "model": "tiny-llama",
+    "device": "cpu",
+    "requests": 10,
+    "input_dist": "uniform",
+    "input_len": 32,
+    "input_min": 8,
+    "input_max": 48,
+    "output_len": 6,
+    "concurrency": [1, 4],
+    "environment": False,
+}
+
+
+def _run(tmp_path, **params):
+    (tmp_path / "p.json").write_text(json.dumps({**SMALL, **params}))
+    out = tmp_path / "out"
+    done = run_stack(
+        ["run", "inference-bench", "--params", str(tmp_path / "p.json"), "--out", str(out)],
+        timeout=600,
+    )
+    return json.loads((out / "result.json").read_text()), done, out
+
+
+@pytest.mark.process
+def test_a_tiny_model_serves_offline_and_online_and_every_case_is_measured(tmp_path):
+    result, done, out = _run(tmp_path, modes=["offline", "online"])
+    assert result["status"] == "succeeded", (result["error"], done.stderr[-2000:])
+    validate_result(result)
+    cases = result["summary"]["cases"]
+    assert [(c["mode"], c["concurrency"]) for c in cases] == [
+        ("offline", 1),
+        ("offline", 4),
+        ("online", 1),
+        ("online", 4),
+    ]
+    inputs = None
+    for case in cases:
+        stats = case["stats"]
+        assert stats["completed"] == 10 and stats["failed"] == 0
+        assert stats["output_tokens"] == 60  # every request ran its 6 tokens: no EOS
+        # the same seeded prompts in every case; online, the server's own count agrees
+        inputs = inputs or stats["input_tokens"]
+        assert stats["input_tokens"] == inputs
+        assert 0 < stats["ttft_ms"]["p50"] <= stats["e2el_ms"]["p50"]
+        assert stats["tpot_ms"]["p50"] > 0
+    metrics = {
+        (m["case"]["mode"], m["case"]["concurrency"], m["metric"]) for m in result["measurements"]
+    }
+    for mode in ("offline", "online"):
+        for metric in (
+            "ttft_p50",
+            "ttft_p99",
+            "tpot_p50",
+            "itl_p50",
+            "e2el_p99",
+            "request_throughput",
+            "output_throughput",
+            "total_token_throughput",
+        ):
+            assert (mode, 4, metric) in metrics
+    ttft = next(m for m in result["measurements"] if m["metric"] == "ttft_p50")
+    assert len(ttft["samples"]) == 10 and ttft["better"] == "lower"
+    rows = (out / "inference-bench" / "requests.csv").read_text().splitlines()
+    assert len(rows) == 1 + 4 * 10
+
+
+@pytest.mark.process
+def test_the_kv_bytes_per_token_the_engine_allocates_are_the_config_formula(tmp_path):
+    result, done, _ = _run(tmp_path, modes=["offline"], concurrency=[2], dtype="float32")
+    assert result["status"] == "succeeded", (result["error"], done.stderr[-2000:])
+    model = result["summary"]["model"]
+    formula = kv_bytes_per_token(preset_config("tiny-llama"), "float32")
+    assert model["kv_bytes_per_token"] == formula == 2 * 2 * 2 * 16 * 4
+    cache = result["summary"]["cases"][0]["cache"]
+    assert cache["engine_kv_bytes_per_token"] == formula
+    # the engine keeps two padding blocks beside those it hands out
+    assert cache["bytes"] == formula * (cache["num_blocks"] + 2) * cache["block_size"]
+    assert result["summary"]["model"]["random_weights"] is True
+    assert "random weights" in result["summary"]["note"]
+
+
+def test_a_registered_model_resolves_inside_the_root_and_nowhere_else(tmp_path):
+    root = tmp_path / "models"
+    (root / "llama-a").mkdir(parents=True)
+    (root / "llama-a" / "config.json").write_text("{}")
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (outside / "config.json").write_text("{}")
+    (root / "sneaky").symlink_to(outside)
+    (root / "models.json").write_text(json.dumps({"alias": "llama-a", "escape": "../secret"}))
+    assert resolve(root, "llama-a") == (root / "llama-a").resolve()
+    assert resolve(root, "alias") == (root / "llama-a").resolve()
+    for name, why in [
+        ("sneaky", "outside"),
+        ("escape", "outside"),
+        ("../secret", "not a model name"),
+        ("/etc", "not a model name"),
+        ("missing", "no registered model"),
+    ]:
+        with pytest.raises(RegistryError, match=why):
+            resolve(root, name)
+    with pytest.raises(RegistryError, match="no model registry"):
+        resolve(None, "llama-a")
+    assert names(root) == ["alias", "llama-a"]
+
+
+def test_a_job_names_a_registered_model_never_a_path():
+    for bad in ("../x", "/models/llama", "a/b"):
+        with pytest.raises(ParamsError):
+            validate_params("inference-bench", {"registered_model": bad})
+    assert validate_params("inference-bench", {"registered_model": "llama-3-8b-instruct"})
+
+
+@pytest.mark.process
+def test_a_registered_model_that_did_not_reach_the_job_is_an_error_saying_so(tmp_path):
+    result, _, _ = _run(tmp_path, registered_model="llama-a", modes=["offline"])
+    assert result["status"] == "errored"
+    assert "ROCPATH_MODEL_ROOT" in result["error"]
+
+
+@pytest.mark.process
+def test_min_above_max_is_refused_before_any_model_is_built(tmp_path):
+    result, _, _ = _run(tmp_path, input_min=100, input_max=10)
+    assert result["status"] == "errored" and "input_min is larger than input_max" in result["error"]
