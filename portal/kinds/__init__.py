@@ -14,6 +14,7 @@ from portal.kinds import (
     compile_check,
     hipify_convert,
     hipify_scan,
+    inference_bench,
     profile,
     tune_gemm,
 )
@@ -28,6 +29,7 @@ _MODULES = (
     collective_bench,
     profile,
     tune_gemm,
+    inference_bench,
 )
 
 PRESENTERS: dict[str, Presenter] = {m.PRESENTER.kind.name: m.PRESENTER for m in _MODULES}
