@@ -64,7 +64,7 @@ def validate(
             [output_len] * concurrency,
             concurrency=concurrency,
             block_size=256,
-            num_blocks=0,
+            num_blocks=concurrency * -(-(input_len + output_len) // 256) + 1,
             max_batch_tokens=concurrency * input_len + concurrency,
             timeout_s=900,
             cuda=True,

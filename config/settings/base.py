@@ -170,6 +170,9 @@ ARTIFACT_ROOT = Path(env_str("ROCPATH_ARTIFACT_ROOT", str(VAR_DIR / "artifacts")
 # auto: docker when the worker's engine answers and has the job image, else local.
 ROCPATH_EXECUTOR = env_choice("ROCPATH_EXECUTOR", "auto", ("auto", "local", "docker", "slurm"))
 ROCPATH_IMAGE = env_str("ROCPATH_IMAGE", "rocpath/debian:latest")
+# inference-bench's model registry on this worker: <root>/<name>/ (or models.json's paths),
+# handed to a job read-only as WORK/model (stack/inference/registry.py). Empty: none.
+ROCPATH_MODEL_ROOT = env_str("ROCPATH_MODEL_ROOT", "")
 # Per-kind images: "blas-bench=rocpath/rocm-pytorch:latest,profile=…"
 ROCPATH_KIND_IMAGES = env_map("ROCPATH_KIND_IMAGES")
 # A job may name its own image only from these prefixes (comma-separated).

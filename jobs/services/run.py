@@ -8,6 +8,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +26,8 @@ from jobs.services.paths import cache_dir_for, job_dir
 from jobs.services.submit import enqueue
 from jobs.services.tuned_files import write_input
 from jobs.storage import DiskFull, is_full
+from stack.inference.registry import INPUT_FOLDER as MODEL_INPUT
+from stack.inference.registry import RegistryError, resolve
 from stack.tune.registry import INPUT_FOLDER as TUNED_INPUT
 from teams.sources import tree_of
 
@@ -211,6 +214,9 @@ def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = 
         folder.mkdir(parents=True)  # the executor makes out/ and work/ in prepare()
         if job.tuned_file_id:  # a registered tuned GEMM file: WORK/tunableop in the job
             spec.inputs[TUNED_INPUT] = write_input(job.tuned_file, folder / "tuned-input")
+        model = registered_model(job)
+        if model is not None:  # a model folder from this worker's registry: WORK/model
+            spec.inputs[MODEL_INPUT] = model
         spec.params_file.write_text(json.dumps(job.params))
         # An engine whose scheduler allocates GPUs (Slurm) gets no lease of this worker's.
         if engine_class(executor_name).allocates_gpus:
@@ -239,6 +245,19 @@ def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = 
     finally:
         release_gpus(job)
     return conclude(job, spec, outcome, hooks)
+
+
+def registered_model(job: Job) -> Path | None:
+    """The folder a job's ``registered_model`` names in this worker's registry, or None
+    when it names none. A name the registry refuses ends the job: nothing else could
+    make it resolve on a retry (ExecutorError, permanent)."""
+    name = (job.params or {}).get("registered_model")
+    if not name:
+        return None
+    try:
+        return resolve(settings.ROCPATH_MODEL_ROOT, name)
+    except RegistryError as exc:
+        raise ExecutorError(f"registered model: {exc}", permanent=True) from None
 
 
 def _retry_or_fail(job: Job, error: ExecutorError) -> str:

@@ -95,5 +95,7 @@ def write_served_folder(spec: ModelSpec, folder: Path, dtype: str) -> Path:
     tokenizer.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
     transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer).save_pretrained(folder)
     norm = torch.ones(config.hidden_size, dtype=getattr(torch, dtype))
-    save_file({"model.norm.weight": norm}, str(folder / "model.safetensors"), {"format": "pt"})
+    checkpoint = folder / "model.safetensors"
+    save_file({"model.norm.weight": norm}, str(checkpoint), {"format": "pt"})
+    checkpoint.chmod(0o644)  # safetensors writes 0600; a sandboxed reader is another uid
     return folder

@@ -41,6 +41,7 @@ class ServerSettings:
     num_blocks: int
     max_batch_tokens: int
     start_timeout_s: float
+    cuda_graphs: bool = False
 
 
 def free_port() -> int:
@@ -76,6 +77,8 @@ def transformers_serve_argv(folder: Path, port: int, settings: ServerSettings) -
     ]
     if settings.num_blocks:
         argv += ["--cb-num-blocks", str(settings.num_blocks)]
+    if settings.cuda_graphs:
+        argv.append("--cb-use-cuda-graph")
     if settings.max_batch_tokens:
         argv += ["--cb-max-batch-tokens", str(settings.max_batch_tokens)]
     return argv

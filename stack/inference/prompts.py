@@ -29,22 +29,27 @@ class Lengths:
     high: int = 0
     sigma: float = 0.8
 
+    def bounds(self) -> tuple[int, int]:
+        """The lengths' range: [low, high], where 0 means 1 and 4 x the length."""
+        low = max(1, self.low)
+        return low, max(low, self.high or self.mean * 4)
+
     def label(self) -> str:
         """How a case names it: ``fixed:512``, ``uniform:64-1024``, ``lognormal:256``."""
         if self.dist == "fixed":
             return f"fixed:{self.mean}"
+        low, high = self.bounds()
         if self.dist == "uniform":
-            return f"uniform:{self.low}-{self.high}"
-        return f"lognormal:{self.mean}"
+            return f"uniform:{low}-{high}"
+        return f"lognormal:{self.mean}[{low}-{high}]"
 
     def draw(self, n: int, rng: random.Random) -> list[int]:
         """n lengths, each at least 1."""
-        high = self.high or max(self.mean * 4, self.mean)
-        low = max(1, self.low)
+        low, high = self.bounds()
         if self.dist == "fixed":
             return [max(1, self.mean)] * n
         if self.dist == "uniform":
-            return [rng.randint(low, max(low, high)) for _ in range(n)]
+            return [rng.randint(low, high) for _ in range(n)]
         if self.dist == "lognormal":
             mu = math.log(max(1, self.mean))
             return [

@@ -17,6 +17,8 @@ from pathlib import Path
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 INDEX_NAME = "models.json"
+# Where the job finds the model: WORK/model, mounted read-only by the executor.
+INPUT_FOLDER = "model"
 
 
 class RegistryError(ValueError):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stack.inference import metrics, models, offline, online, presets
+from stack.inference import metrics, models, offline, online, presets, registry
 from stack.inference.prompts import Lengths, make_prompts, output_lengths
 from stack.runtime import Artifact, Measurement, RunContext, RunResult
 
@@ -175,7 +175,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     dtype = dtype_name(params["dtype"], device)
 
     if params.get("registered_model"):
-        folder = ctx.work / "model"
+        folder = ctx.work / registry.INPUT_FOLDER
         if not (folder / "config.json").is_file():
             return RunResult(
                 status="errored",
@@ -205,11 +205,16 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     longest = max(len(p) for p in prompts) + max(max_tokens)
     block = params["block_size"]
     num_blocks, batch_tokens = params["num_blocks"], params["max_batch_tokens"]
+    # transformers' own default fills 90 % of the free GPU memory with cache (58 GB for a
+    # 4-layer Llama-3-8B on an H200, and twice that taken from the allocator) and on a CPU
+    # zeroes as much host RAM for minutes. A benchmark needs room for its largest batch of
+    # its longest request; the most that would fit is reported apart (largest_batch).
+    num_blocks = num_blocks or max(params["concurrency"]) * math.ceil(longest / block) + 1
     if device.kind == "cpu":
-        # The engine sizes a cache from free GPU memory; on a CPU that is the host's RAM
-        # (minutes of zeroing). Here: room for the largest batch of the longest request.
-        num_blocks = num_blocks or max(params["concurrency"]) * math.ceil(longest / block) + 1
         batch_tokens = batch_tokens or 512
+    graphs = bool(params["cuda_graphs"]) and device.kind == "cuda"
+    per_request_blocks = math.ceil(longest / block)
+    room: dict[str, Any] = {}
 
     sampler = telemetry.make_sampler(device.vendor, 0, device.uuid, 100)
     sampler.start()
@@ -287,6 +292,8 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             if weights is None:
                 weights = sum(p.numel() for p in model.parameters())
             cuda = device.kind == "cuda"
+            if cuda:
+                room["free_after_weights_bytes"] = torch.cuda.mem_get_info()[0]
             if warm:
                 offline.run_case(
                     model,
@@ -298,6 +305,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                     max_batch_tokens=batch_tokens,
                     timeout_s=params["case_timeout_s"],
                     cuda=cuda,
+                    cuda_graphs=graphs,
                 )
             for concurrency in params["concurrency"]:
                 if cuda:
@@ -314,12 +322,12 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                     max_batch_tokens=batch_tokens,
                     timeout_s=params["case_timeout_s"],
                     cuda=cuda,
+                    cuda_graphs=graphs,
                 )
                 t1 = time.time()
                 extra: dict[str, Any] = {"cache": cache.as_dict()}
                 if cache.tokens:
-                    per_request = math.ceil(longest / (cache.block_size or block))
-                    extra["largest_batch"] = (cache.num_blocks or 0) // max(1, per_request)
+                    extra["cache_batch"] = (cache.num_blocks or 0) // per_request_blocks
                 extra["peak_memory_bytes"] = torch.cuda.max_memory_allocated() if cuda else None
                 record("offline", concurrency, records, duration, t0, t1, extra)
             del model
@@ -338,6 +346,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                 num_blocks=num_blocks,
                 max_batch_tokens=batch_tokens,
                 start_timeout_s=params["server_start_timeout_s"],
+                cuda_graphs=graphs,
             )
             server_log = ctx.out / "inference-bench" / "server.log"
             server_log.parent.mkdir(parents=True, exist_ok=True)
@@ -436,6 +445,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             "weights_bytes": weights * presets.DTYPE_BYTES[dtype] if weights else None,
             "kv_bytes_per_token": kv_per_token,
         },
+        "memory": _room(room, kv_per_token, per_request_blocks * block),
         "workload": {
             "requests": n,
             "input": input_lengths.label(),
@@ -469,6 +479,19 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         artifacts=artifacts,
         error="; ".join(errors)[:2000] if errors else None,
     )
+
+
+def _room(room: dict[str, Any], kv_per_token: int, request_tokens: int) -> dict[str, Any]:
+    """How many of the workload's longest requests the KV cache could hold at once on this
+    GPU: 90 % of the memory free after the weights (the engine's own default share) over
+    one request's cache. The serving team's batch ceiling; None off a GPU."""
+    free = room.get("free_after_weights_bytes")
+    per_request = kv_per_token * request_tokens
+    return {
+        "free_after_weights_bytes": free,
+        "request_kv_bytes": per_request,
+        "largest_batch": int(0.9 * free) // per_request if free else None,
+    }
 
 
 def _decoded(folder: Any, prompts: list[list[int]]) -> list[str]:

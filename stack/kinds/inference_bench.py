@@ -148,6 +148,12 @@ KIND = Kind(
                 "default": 4,
                 "description": "Short untimed requests first, per mode.",
             },
+            "cuda_graphs": {
+                "type": "boolean",
+                "default": True,
+                "description": "Replay each step as a CUDA graph on a GPU (off: every "
+                "step launched from Python, several times slower per token).",
+            },
             "block_size": {
                 "type": "integer",
                 "minimum": 4,
@@ -160,8 +166,8 @@ KIND = Kind(
                 "minimum": 0,
                 "maximum": 10_000_000,
                 "default": 0,
-                "description": "KV-cache blocks; 0: the engine's (a share of free GPU "
-                "memory; on a CPU, room for the largest batch).",
+                "description": "KV-cache blocks; 0: room for the largest concurrency of "
+                "the longest request (the most that would fit is reported apart).",
             },
             "max_batch_tokens": {
                 "type": "integer",

@@ -56,3 +56,10 @@ def test_lognormal_lengths_are_right_skewed_around_the_asked_median():
 
 def test_fixed_output_lengths_are_the_asked_length():
     assert output_lengths(5, Lengths("fixed", 64), seed=0) == [64] * 5
+
+
+def test_a_label_names_the_range_the_lengths_were_drawn_from():
+    assert Lengths("uniform", 32).label() == "uniform:1-128"  # 0s mean 1 and 4 x the length
+    assert Lengths("uniform", 512, low=64, high=1024).label() == "uniform:64-1024"
+    assert Lengths("lognormal", 256, low=4, high=4096).label() == "lognormal:256[4-4096]"
+    assert Lengths("fixed", 64, low=9, high=10).label() == "fixed:64"
