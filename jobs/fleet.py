@@ -97,7 +97,8 @@ def configured_inventory() -> dict | None:
 
 def announced_inventory(executor: str) -> dict:
     """What this worker tells the fleet it has: its GPUs (configured, its Slurm partition's,
-    or probed), the CPUs and memory a job may get, and for a docker worker its images."""
+    or probed), the CPUs and memory a job may get, for a docker worker its images, and the
+    models its registry holds (a job names one as ``registered_model``)."""
     inventory = configured_inventory()
     if inventory is None and executor == "slurm":
         try:
@@ -140,6 +141,10 @@ def announced_inventory(executor: str) -> dict:
     else:
         inventory.setdefault("cpus", settings.HOST_CPUS)
         inventory.setdefault("memory_mb", settings.HOST_MEMORY_MB)
+    if settings.ROCPATH_MODEL_ROOT:  # inference-bench's registered models, by name
+        from stack.inference.registry import names
+
+        inventory["models"] = names(settings.ROCPATH_MODEL_ROOT)
     return inventory
 
 

@@ -106,6 +106,18 @@ def test_the_announced_inventory_adds_what_a_job_may_get(settings, monkeypatch):
     assert docker["images"] == ["rocpath/debian:latest"]
 
 
+def test_a_worker_announces_the_models_its_registry_holds(settings, tmp_path):
+    settings.ROCPATH_WORKER_INVENTORY = json.dumps({"gpus": [H200]})
+    for name in ("llama-team", "qwen-eval"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")
+    (tmp_path / "not-a-model").mkdir()  # no config.json: not listed
+    settings.ROCPATH_MODEL_ROOT = str(tmp_path)
+    assert fleet.announced_inventory("local")["models"] == ["llama-team", "qwen-eval"]
+    settings.ROCPATH_MODEL_ROOT = ""
+    assert "models" not in fleet.announced_inventory("local")
+
+
 def test_a_slurm_worker_without_the_slurm_module_says_so_and_announces_the_probe(
     settings, monkeypatch, caplog
 ):
