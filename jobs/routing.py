@@ -162,12 +162,19 @@ def fitting_gpus(inventory: dict, hardware: dict) -> dict[str, list[int]]:
 
 
 def serves(
-    worker: Any, hardware: dict, image: str | None = None, timeout_s: int | None = None
+    worker: Any,
+    hardware: dict,
+    image: str | None = None,
+    timeout_s: int | None = None,
+    model: str | None = None,
 ) -> bool:
     """Whether this worker can ever run a job asking for ``hardware`` (and ``image``, for
     ``timeout_s``: a Slurm partition announces its MaxTime, and a longer job would pend
-    there until its own timeout ended it)."""
+    there until its own timeout ended it; ``model``: a registered model its registry
+    must hold, jobs.fleet's ``inventory.models``)."""
     inventory = worker.inventory or {}
+    if model and model not in (inventory.get("models") or []):
+        return False
     limit = inventory.get("max_time_s")
     if timeout_s is not None and isinstance(limit, int | float) and timeout_s > limit:
         return False
@@ -218,6 +225,7 @@ def route(
     *,
     timeout_s: int | None = None,
     workers: Sequence[Any] | None = None,
+    model: str | None = None,
 ) -> Route:
     """The queue a job asking for GPU properties goes to, among the live workers.
 
@@ -227,17 +235,33 @@ def route(
     can serve it.
     """
     live = list(live_workers() if workers is None else workers)
+    if model and not live:
+        raise Unroutable(
+            "params",
+            f"registered_model: no live worker has announced itself, so none holds {model!r} "
+            "(start a worker with ROCPATH_MODEL_ROOT: docs/inference.md)",
+        )
     named = hardware.get("queue")
     pool = [w for w in live if named in w.queues] if named else live
     capable = _eliminate(
         pool, hardware, image, timeout_s, where=f" consuming {named}" if named else ""
     )
+    if model:
+        holding = [w for w in capable if serves(w, {}, None, None, model)]
+        if not holding:
+            raise Unroutable(
+                "params",
+                f"registered_model: no live worker able to run the job holds the model "
+                f"{model!r} (the fleet has: {_models_text(capable)}; register it under a "
+                "worker's ROCPATH_MODEL_ROOT: docs/inference.md)",
+            )
+        capable = holding
     if named:
         return Route(named, _note(named, capable, "named by hardware.queue; "), _names(capable))
 
     def only_capable(queue: str) -> list[Any] | None:
         consumers = [w for w in live if queue in w.queues]
-        capable = all(serves(w, hardware, image, timeout_s) for w in consumers)
+        capable = all(serves(w, hardware, image, timeout_s, model) for w in consumers)
         return consumers if capable else None
 
     by_arch: dict[str, list[Any]] = {}
@@ -302,6 +326,11 @@ def _eliminate(
             f"limit (a Slurm partition's MaxTime: {limits}); ask for less",
         )
     return timely
+
+
+def _models_text(workers: list[Any]) -> str:
+    held = sorted({m for w in workers for m in (w.inventory or {}).get("models") or []})
+    return ", ".join(held) if held else "no registered models"
 
 
 def _first_ask(hardware: dict) -> str:

@@ -145,6 +145,7 @@ def check_submission(
                 hardware or {},
                 image or image_for(kind),
                 min(timeout_s or spec.default_timeout_s, limit),
+                clean_params.get("registered_model") or None,
             )
         except routing.Unroutable as exc:
             errors[exc.field] = [exc.message]
@@ -165,11 +166,14 @@ def check_submission(
     )
 
 
-def _route(hardware: dict, image: str, timeout_s: int) -> routing.Route | None:
-    """A GPU job's route among the live workers; a CPU job naming a queue goes there; any
-    other job goes to the default queue, unchecked, as before the fleet announced."""
-    if routing.wants_capability(hardware):
-        return routing.route(hardware, image, timeout_s=timeout_s)
+def _route(
+    hardware: dict, image: str, timeout_s: int, model: str | None = None
+) -> routing.Route | None:
+    """A GPU job's route among the live workers, and a job naming a registered model's (to
+    the workers that hold it); a CPU job naming a queue goes there; any other job goes to
+    the default queue, unchecked, as before the fleet announced."""
+    if routing.wants_capability(hardware) or (model and not hardware.get("queue")):
+        return routing.route(hardware, image, timeout_s=timeout_s, model=model)
     if hardware.get("queue"):
         return routing.Route(str(hardware["queue"]), "")
     return None
