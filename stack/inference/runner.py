@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stack.inference import metrics, models, offline, online, presets, registry
+from stack.inference import external, metrics, models, offline, online, presets, registry
 from stack.inference.prompts import Lengths, make_prompts, output_lengths
 from stack.runtime import Artifact, Measurement, RunContext, RunResult
 
@@ -28,6 +28,8 @@ ENGINE = "transformers-cb"
 # The most per-request (and per-gap) samples a measurement carries; more add nothing to a
 # comparison and only weigh on the database.
 MAX_SAMPLES = 4096
+# Where a client tool's result files and transcripts go, under the job's OUT.
+CLIENT_DIR = "inference-bench/client"
 GIB = 2**30
 
 
@@ -233,9 +235,15 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         t0: float,
         t1: float,
         extra: dict[str, Any],
+        measured: external.Outcome | None = None,
     ) -> None:
+        """One case's stats, measurements and log line; ``measured`` is a client tool's
+        own numbers (parsed from its file), else they come from ``records``."""
         nonlocal done_steps
-        stats = metrics.summarize(records, duration)
+        if measured is not None:
+            stats, samples = measured.stats, measured.samples
+        else:
+            stats, samples = metrics.summarize(records, duration), metrics.request_samples(records)
         window = sampler.window(t0, t1)
         energy = _energy(window, t0, t1)
         if energy:
@@ -261,7 +269,13 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         }
         if mode == "online" and params["request_rate"]:
             case["rate"] = params["request_rate"]
-        measurements.extend(_measurements(case, stats, metrics.request_samples(records), extra))
+        if mode == "online" and client != external.ROCPATH:
+            # Only another client's cases carry the key in their measurements: rocpath's
+            # keep the identity they always had, so earlier runs still compare.
+            case["client"] = client
+        if mode == "online":
+            extra["client"] = client
+        measurements.extend(_measurements(case, stats, samples, extra))
         request_rows.extend(_request_rows(mode, concurrency, records))
         cases.append({**case, "stats": stats, **extra})
         done_steps += 1
@@ -273,14 +287,17 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             f"{stats['output_throughput']:.1f} tok/s"
         )
         if failed:
-            first = next(r.error for r in records if not r.ok)
-            errors.append(
-                f"{mode} c={concurrency}: {failed} of {len(records)} requests failed ({first})"
-            )
+            first = next((r.error for r in records if not r.ok), f"see {client}'s output")
+            sent = len(records) or stats["completed"] + failed
+            errors.append(f"{mode} c={concurrency}: {failed} of {sent} requests failed ({first})")
         ctx.emit.progress(5 + 90 * done_steps // steps, f"{mode} concurrency {concurrency} done")
 
     torch_dtype = getattr(torch, dtype)
     server_log = None
+    client = external.ROCPATH  # settled when the online cases start
+    client_version: str | None = None
+    client_notes: set[str] = set()
+    client_files: list[Path] = []
     try:
         if "offline" in params["modes"]:
             import torch
@@ -335,7 +352,10 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             if device.kind == "cuda":
                 torch.cuda.empty_cache()
         if "online" in params["modes"]:
-            ctx.emit.progress(50, "starting transformers serve")
+            # Which client loads the server is settled before the server starts: a tool
+            # asked for by name and absent fails the online cases without one.
+            client = external.resolve_client(params.get("client", "auto"))
+            ctx.emit.progress(50, f"starting transformers serve (load from {client})")
             scratch = tempfile.TemporaryDirectory(prefix="rocpath-served-")  # WORK is read-only
             served = spec.path or models.write_served_folder(spec, Path(scratch.name), dtype)
             settings = online.ServerSettings(
@@ -368,7 +388,41 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                         seed=params["seed"],
                     )
                 for concurrency in params["concurrency"]:
+                    server = {
+                        "server": "transformers serve",
+                        "server_version": online.server_version(),
+                    }
                     t0 = time.time()
+                    if client != external.ROCPATH:
+                        load = external.Load(
+                            f"http://{target.host}:{target.port}",
+                            str(served),
+                            concurrency,
+                            n,
+                            input_lengths,
+                            output_lens,
+                            params["seed"],
+                            params["request_rate"],
+                        )
+                        try:
+                            outcome = external.run_client(
+                                client, load, ctx.out / CLIENT_DIR, params["case_timeout_s"]
+                            )
+                        except RuntimeError as exc:
+                            # What the tool printed is kept even when it failed.
+                            client_files.extend(
+                                sorted((ctx.out / CLIENT_DIR).glob(f"{client}-c{concurrency}.*"))
+                            )
+                            errors.append(f"online c={concurrency} ({client}): {exc}")
+                            log(errors[-1], level="error")
+                            continue
+                        finally:
+                            client_notes.update(load.notes)
+                        client_files.extend([outcome.result_file, outcome.log_file])
+                        client_version = outcome.tool_version
+                        server["client_version"] = outcome.tool_version
+                        record("online", concurrency, [], 0.0, t0, time.time(), server, outcome)
+                        continue
                     records, duration = online.run_case(
                         target,
                         texts,
@@ -379,17 +433,11 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                         seed=params["seed"],
                     )
                     t1 = time.time()
-                    record(
-                        "online",
-                        concurrency,
-                        records,
-                        duration,
-                        t0,
-                        t1,
-                        {"server": "transformers serve", "server_version": online.server_version()},
-                    )
+                    record("online", concurrency, records, duration, t0, t1, server)
     except online.ServerError as exc:
         errors.append(str(exc))
+    except external.ClientMissing as exc:
+        errors.append(f"online: {exc}")
     finally:
         sampler.stop()
 
@@ -397,6 +445,18 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         artifacts.append(
             Artifact("inference-bench/server.log", "text/plain", "the server's output")
         )
+    for path in client_files:
+        if path.exists():
+            json_file = path.suffix == ".json"
+            artifacts.append(
+                Artifact(
+                    f"{CLIENT_DIR}/{path.name}",
+                    "application/json" if json_file else "text/plain",
+                    f"{client}'s own result file, as it wrote it"
+                    if json_file
+                    else f"{client}'s command line, stdout and stderr",
+                )
+            )
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(
@@ -457,6 +517,11 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         "telemetry": sampler.describe(),
         "errors": errors,
     }
+    if "online" in params["modes"]:
+        summary["client"] = client
+        summary["client_version"] = client_version
+        if client_notes:
+            summary["client_notes"] = sorted(client_notes)
     if spec.random_weights:
         summary["note"] = (
             "random weights from the preset's config: a serving stack's speed "

@@ -4,13 +4,16 @@ The work is in stack/inference/ (runner.py: the cases; offline.py: transformers'
 continuous batching in process; online.py: ``transformers serve`` started by the job and
 client.py's streaming load; metrics.py: vLLM's definitions; presets.py: model shapes
 and KV bytes per token; registry.py: operator-registered model folders; parsers.py:
-guidellm's and ``vllm bench serve``'s JSON). See docs/inference.md.
+guidellm's and ``vllm bench serve``'s JSON; external.py: those tools driven as the online
+client where installed). See docs/inference.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from stack.inference.external import CLIENTS
+from stack.inference.external import INSTALL_HINTS as CLIENT_HINTS
 from stack.inference.presets import PRESETS
 from stack.inference.prompts import DISTRIBUTIONS
 from stack.inference.registry import NAME_PATTERN
@@ -127,6 +130,15 @@ KIND = Kind(
                 "default": [1, 8, 32],
                 "description": "Requests in flight (offline: per batch); one case each.",
             },
+            "client": {
+                "enum": list(CLIENTS),
+                "default": "auto",
+                "description": "Online: what loads the server. guidellm or vllm (`vllm "
+                "bench serve`): that tool, run per concurrency, its own result file parsed; "
+                "rocpath: the job's own streaming client; auto: guidellm if installed, "
+                "else vllm, else rocpath. A tool named and not installed fails the online "
+                "cases.",
+            },
             "request_rate": {
                 "type": "number",
                 "minimum": 0,
@@ -210,8 +222,8 @@ KIND = Kind(
     runner="stack.kinds.inference_bench:run",
     needs_gpu=True,
     phases=(3, 4),
-    # The roadmap takes it up with the serving sweep (inference-bench II).
-    install_hints={},
+    # The client tools the online cases drive where the image has them.
+    install_hints=CLIENT_HINTS,
     param_caps={"case_timeout_s": Cap.RUN_SECONDS, "server_start_timeout_s": Cap.RUN_SECONDS},
 )
 
