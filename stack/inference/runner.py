@@ -9,6 +9,7 @@ process, freed before the online cases start their server.
 from __future__ import annotations
 
 import csv
+import functools
 import gc
 import io
 import itertools
@@ -311,43 +312,31 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             cuda = device.kind == "cuda"
             if cuda:
                 room["free_after_weights_bytes"] = torch.cuda.mem_get_info()[0]
+            engine = functools.partial(
+                offline.run_case,
+                model,
+                block_size=block,
+                num_blocks=num_blocks,
+                max_batch_tokens=batch_tokens,
+                timeout_s=params["case_timeout_s"],
+                cuda=cuda,
+                cuda_graphs=graphs,
+            )
             if warm:
-                offline.run_case(
-                    model,
-                    warm,
-                    [4] * len(warm),
-                    concurrency=len(warm),
-                    block_size=block,
-                    num_blocks=num_blocks,
-                    max_batch_tokens=batch_tokens,
-                    timeout_s=params["case_timeout_s"],
-                    cuda=cuda,
-                    cuda_graphs=graphs,
-                )
+                engine(warm, [4] * len(warm), concurrency=len(warm))
             for concurrency in params["concurrency"]:
                 if cuda:
                     torch.cuda.synchronize()
                     torch.cuda.reset_peak_memory_stats()
                 t0 = time.time()
-                records, duration, cache = offline.run_case(
-                    model,
-                    prompts,
-                    max_tokens,
-                    concurrency=concurrency,
-                    block_size=block,
-                    num_blocks=num_blocks,
-                    max_batch_tokens=batch_tokens,
-                    timeout_s=params["case_timeout_s"],
-                    cuda=cuda,
-                    cuda_graphs=graphs,
-                )
+                records, duration, cache = engine(prompts, max_tokens, concurrency=concurrency)
                 t1 = time.time()
                 extra: dict[str, Any] = {"cache": cache.as_dict()}
                 if cache.tokens:
                     extra["cache_batch"] = (cache.num_blocks or 0) // per_request_blocks
                 extra["peak_memory_bytes"] = torch.cuda.max_memory_allocated() if cuda else None
                 record("offline", concurrency, records, duration, t0, t1, extra)
-            del model
+            del model, engine  # the partial holds the model too: free both before the server
             gc.collect()
             if device.kind == "cuda":
                 torch.cuda.empty_cache()
