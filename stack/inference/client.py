@@ -10,6 +10,18 @@ adds to a request (docs/benchmarks.md).
 
 A token's arrival is the time the bytes holding its event were read, as in vLLM's client
 (it stamps each chunk aiohttp yields).
+
+Where it differs from vLLM's client, and why:
+- an event whose ``text`` is empty is no token (vLLM counts any event with ``choices``):
+  transformers serve ends its stream with an empty-text event carrying the usage, which
+  vLLM would time as a last token; a request's start is taken once it has its
+  connection (vLLM's includes the pool's wait and a new connection's connect);
+- a stream needs no ``[DONE]`` (transformers serve sends none; vLLM needs none either);
+- every request has a time limit (``timeout_s``, vLLM: 6 h per request), and
+  ``run_load``'s is the whole load's: no request runs past it, none starts after it;
+- the arrivals' gaps are not rescaled to sum to n / rate (vLLM rescales them), and the
+  first request goes at once (vLLM's waits one gap).
+Server-sent events may end their lines in CRLF, LF or CR (sse-starlette sends CRLF).
 """
 
 from __future__ import annotations
@@ -25,6 +37,8 @@ from typing import Any
 from stack.inference.metrics import RequestRecord
 
 MAX_HEADER_BYTES = 64 * 1024
+# A request's time limit when none is given: the inference-bench kind's default case limit.
+REQUEST_TIMEOUT_S = 1800.0
 
 
 class ClientError(Exception):
@@ -74,6 +88,8 @@ class Pool:
     def put(self, conn: _Connection) -> None:
         if conn.usable:
             self.idle.append(conn)
+        else:
+            conn.close()  # a connection that cannot be reused is closed, not dropped
 
     def close(self) -> None:
         for conn in self.idle:
@@ -103,8 +119,9 @@ async def _body_chunks(
         while True:
             size_line = await reader.readuntil(b"\r\n")
             size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-            if size == 0:
-                await reader.readuntil(b"\r\n")  # the empty trailer
+            if size == 0:  # the last chunk: trailer fields, if any, up to an empty line
+                while await reader.readuntil(b"\r\n") != b"\r\n":
+                    pass
                 return
             data = await reader.readexactly(size + 2)
             yield data[:-2]
@@ -122,13 +139,21 @@ async def _body_chunks(
 
 
 def _event_payloads(buffer: bytearray) -> list[str]:
-    """Take whole server-sent events out of the buffer; their ``data:`` payloads."""
+    """Take whole server-sent events out of the buffer; their ``data:`` payloads.
+
+    Lines may end in CRLF, LF or CR (the SSE spec allows each): made LF here. A CR last in
+    the buffer waits for the next read, being maybe half of a CRLF split across two.
+    """
+    if b"\r" in buffer:
+        held = buffer.endswith(b"\r")
+        text = bytes(buffer[:-1] if held else buffer)
+        buffer[:] = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
     payloads = []
     while True:
         cut = buffer.find(b"\n\n")
         if cut < 0:
             return payloads
-        event = bytes(buffer[: cut + 2]).replace(b"\r", b"")
+        event = bytes(buffer[: cut + 2])
         del buffer[: cut + 2]
         data = [
             line[5:].lstrip()
@@ -174,8 +199,28 @@ async def send(
     input_len: int,
     max_tokens: int,
     extra: dict[str, Any] | None = None,
+    timeout_s: float | None = REQUEST_TIMEOUT_S,
 ) -> RequestRecord:
-    """One streamed completion; its record says when each token came, or what went wrong."""
+    """One streamed completion; its record says when each token came, or what went wrong.
+
+    A request with no complete answer within ``timeout_s`` (None: no limit) fails saying
+    so, its connection closed: a server that never answers cannot hang the load.
+    """
+    record = RequestRecord(start=time.perf_counter(), input_len=input_len)
+    try:
+        await asyncio.wait_for(_exchange(pool, prompt, max_tokens, extra, record), timeout_s)
+    except TimeoutError:
+        record.error = f"no complete answer within {timeout_s:g} s"
+    return record
+
+
+async def _exchange(
+    pool: Pool,
+    prompt: str | list[int],
+    max_tokens: int,
+    extra: dict[str, Any] | None,
+    record: RequestRecord,
+) -> None:
     target = pool.target
     body = json.dumps(
         {
@@ -191,7 +236,6 @@ async def send(
         "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     ).encode()
-    record = RequestRecord(start=time.perf_counter(), input_len=input_len)
     conn = None
     try:
         conn = await pool.get()
@@ -200,16 +244,16 @@ async def send(
         status, headers = await _read_head(conn.reader)
         if headers.get("connection", "").lower() == "close":
             conn.usable = False
-        buffer, done = bytearray(), False
         if status != 200:
             text = b"".join([c async for c in _body_chunks(conn.reader, headers)])
             record.error = f"HTTP {status}: {text.decode('utf-8', 'replace')[:300]}"
-            return record
+            return
+        buffer = bytearray()
         async for chunk in _body_chunks(conn.reader, headers):
             now = time.perf_counter()
             buffer += chunk
             for payload in _event_payloads(buffer):
-                done = _apply(payload, record, now) or done
+                _apply(payload, record, now)
         if not record.token_times and record.error is None:
             record.error = "the stream ended with no token"
     except (
@@ -222,10 +266,13 @@ async def send(
         record.error = f"{type(exc).__name__}: {exc}"[:500]
         if conn is not None:
             conn.close()
+    except BaseException:  # cancelled (a time limit): the answer is half read
+        if conn is not None:
+            conn.close()
+        raise
     finally:
         if conn is not None:
             pool.put(conn)
-    return record
 
 
 def arrival_offsets(n: int, rate: float, seed: int, burstiness: float = 1.0) -> list[float]:
@@ -241,6 +288,22 @@ def arrival_offsets(n: int, rate: float, seed: int, burstiness: float = 1.0) -> 
     return offsets
 
 
+def raise_fd_limit(connections: int) -> None:
+    """Let this process hold ``connections`` sockets beside what it has open: its soft
+    limit of open files raised toward the hard one (a soft limit of 1024 is common, and
+    each request in flight holds a socket)."""
+    try:
+        import resource
+    except ImportError:  # not on Unix
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = connections + 256
+    if soft != resource.RLIM_INFINITY and soft < want:
+        new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        if new > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+
+
 async def run_load(
     target: Target,
     prompts: Sequence[str | list[int]],
@@ -251,20 +314,36 @@ async def run_load(
     rate: float = 0.0,
     seed: int = 0,
     extra: dict[str, Any] | None = None,
+    timeout_s: float | None = REQUEST_TIMEOUT_S,
 ) -> tuple[list[RequestRecord], float]:
     """Send every prompt, at most ``concurrency`` in flight; the records and the duration
-    from the first send to the last answer."""
+    from the first send to the last token.
+
+    ``timeout_s`` (None: none) bounds the whole load: a request still unanswered then
+    fails saying so, and one not yet sent then is not sent (it fails too).
+    """
+    raise_fd_limit(min(max(1, concurrency), len(prompts)))
     pool = Pool(target)
     gate = asyncio.Semaphore(max(1, concurrency))
     offsets = arrival_offsets(len(prompts), rate, seed)
     began = time.perf_counter()
+    deadline = None if timeout_s is None else began + timeout_s
+
+    def unsent(i: int) -> RequestRecord:
+        error = f"not sent: the load's {timeout_s:g} s were over"
+        return RequestRecord(start=time.perf_counter(), input_len=input_lens[i], error=error)
 
     async def one(i: int) -> RequestRecord:
+        if deadline is not None and began + offsets[i] >= deadline:
+            return unsent(i)
         wait = began + offsets[i] - time.perf_counter()
         if wait > 0:
             await asyncio.sleep(wait)
         async with gate:
-            return await send(pool, prompts[i], input_lens[i], max_tokens[i], extra)
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is not None and left <= 0:
+                return unsent(i)
+            return await send(pool, prompts[i], input_lens[i], max_tokens[i], extra, left)
 
     try:
         records = await asyncio.gather(*(one(i) for i in range(len(prompts))))

@@ -12,6 +12,16 @@ completed requests' output tokens / duration; total token throughput adds their 
 tokens. Percentiles are linear interpolation between order statistics (numpy's default,
 which vLLM calls). MLPerf Inference's server scenario reports the same TTFT and TPOT
 (its "time per output token" also leaves the first token out). docs/inference.md.
+
+Where these differ from vLLM's ``calculate_metrics``, and why:
+- output tokens without the server's count are one per arrival; vLLM re-tokenizes the
+  text (its tokenizer is not in a job image). Every server this job drives says its count.
+- only events with text are arrivals (client.py says why): vLLM's ITL list would hold
+  one more gap, to the server's empty closing event.
+- the duration ends at the last token, not when the last stream closed or a failed
+  request gave up (vLLM's ``benchmark_duration`` waits for every request): the
+  throughputs are those of the tokens, unaffected by a straggler's failure.
+- no standard deviations; percentiles and means are vLLM's.
 """
 
 from __future__ import annotations
@@ -42,8 +52,9 @@ class RequestRecord:
 
     @property
     def tokens_out(self) -> int:
-        """Output tokens: the server's count when it said, else one per arrival."""
-        return self.output_len if self.output_len is not None else len(self.token_times)
+        """Output tokens: the server's count when it said one, else one per arrival (a
+        count of 0 beside arrivals is no count, as vLLM takes a falsy one)."""
+        return self.output_len if self.output_len else len(self.token_times)
 
     def ttft(self) -> float:
         return self.token_times[0] - self.start

@@ -3,8 +3,12 @@ batching), all requests handed over at once, ``concurrency`` of them in a batch.
 
 Each request's tokens are stamped by the engine (``record_timestamps``) from the moment
 it was added, so TTFT here includes the time a request queued behind the batch: the
-offline figure is a throughput figure first. The paged KV cache is the engine's; its
-size is read from its tensors and checked against what torch's allocator saw it take.
+offline figure is a throughput figure first. The engine's stamps and its requests'
+``created_time`` are ``time.perf_counter()`` in this process (the engine runs in a thread
+of it), the clock ``began`` is read from, so durations mix no clocks. A token is stamped
+when the engine's host loop takes it, after the step that made it. The paged KV cache is
+the engine's; its size is read from its tensors and checked against what torch's
+allocator saw it take.
 """
 
 from __future__ import annotations
@@ -122,12 +126,18 @@ def run_case(
         for i, (ids, n) in enumerate(zip(prompts, max_tokens, strict=True)):
             rid = f"r{i}"
             records[rid] = RequestRecord(start=time.perf_counter(), input_len=len(ids))
-            manager.add_request(ids, request_id=rid, max_new_tokens=n, record_timestamps=True)
-        left, deadline = set(records), began + timeout_s
+            added = manager.add_request(
+                ids, request_id=rid, max_new_tokens=n, record_timestamps=True
+            )
+            if added is None:  # the engine dropped it (it accepts no more): no answer comes
+                records[rid].error = "the engine refused the request"
+        left = {rid for rid, r in records.items() if r.error is None}
+        deadline, stopped = began + timeout_s, False
         while left and time.perf_counter() < deadline:
             result = manager.get_result(timeout=1)
             if result is None:
                 if not manager.is_running():
+                    stopped = True
                     break
                 continue
             if not result.is_finished() or result.request_id not in left:
@@ -139,7 +149,11 @@ def run_case(
             record.output_len = len(result.generated_tokens)
             record.error = result.error
         for rid in left:
-            records[rid].error = "no answer before the case's time limit"
+            records[rid].error = (
+                "the engine stopped before answering"
+                if stopped
+                else "no answer before the case's time limit"
+            )
         cache = _cache_of(manager)
         if cuda and before is not None:
             cache.allocator_bytes = torch.cuda.memory_allocated() - before

@@ -5,6 +5,12 @@ the same seed gives the same lengths and ids on every machine, so runs compare.
 ``lognormal`` is ShareGPT-like: conversation prompts are right-skewed, most short and a
 few long (vLLM's ShareGPT runs have median input ~ 200 tokens, mean ~ 300); here its
 median is the asked length and ``sigma`` its spread, clipped to [min, max].
+
+Reproducible across Pythons as far as ``random`` allows: only ``Random.random()`` is
+promised the same sequence for a seed on every version; the draws used here
+(``randrange``/``randint`` through ``getrandbits``, ``lognormvariate`` through
+``normalvariate``) have kept their algorithms since Python 3.2, and a test pins their
+values so a Python that changed one fails there (tests/stack/inference).
 """
 
 from __future__ import annotations

@@ -6,7 +6,11 @@ worker's model root (ROCPATH_MODEL_ROOT), either as ``<root>/<name>/`` or under 
 path given in ``<root>/models.json`` (``{"name": "relative/path"}``). Whatever the name
 or the file says, the folder it resolves to, links followed, must lie inside the root:
 a registry that could be talked into another directory would hand a job any file the
-worker can read.
+worker can read. Links inside the folder are not followed here: a sandbox or container
+gets the folder bound in, where a link resolves in the job's own view of the filesystem,
+not the worker's (an unsandboxed job reads what the worker can anyway). The folder is
+checked when the job starts; one the operator swaps after that is the operator's (the
+root is theirs alone to write).
 """
 
 from __future__ import annotations
