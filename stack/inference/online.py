@@ -162,11 +162,19 @@ def run_case(
     concurrency: int,
     rate: float,
     seed: int,
+    timeout_s: float,
 ) -> tuple[list[Any], float]:
-    """One load against the server: the records and the duration."""
+    """One load against the server, held to the case's limit: the records and the duration."""
     return asyncio.run(
         run_load(
-            target, prompts, input_lens, max_tokens, concurrency=concurrency, rate=rate, seed=seed
+            target,
+            prompts,
+            input_lens,
+            max_tokens,
+            concurrency=concurrency,
+            rate=rate,
+            seed=seed,
+            timeout_s=timeout_s,
         )
     )
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stack.inference import client as client_module
 from stack.inference import external, metrics, models, offline, online, presets, registry
 from stack.inference.prompts import Lengths, make_prompts, output_lengths
 from stack.runtime import Artifact, Measurement, RunContext, RunResult
@@ -365,6 +366,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                 else _decoded(served, prompts)
             )
             warm_texts = [models.prompt_text(p) for p in warm]
+            # The server (a child) inherits this process's open-file limit: one socket per
+            # request in flight on each side.
+            client_module.raise_fd_limit(max(params["concurrency"]))
             with online.serving(served, settings, server_log) as target:
                 if warm_texts:
                     online.run_case(
@@ -375,6 +379,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                         concurrency=len(warm),
                         rate=0.0,
                         seed=params["seed"],
+                        timeout_s=params["case_timeout_s"],
                     )
                 for concurrency in params["concurrency"]:
                     server = {
@@ -420,6 +425,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                         concurrency=concurrency,
                         rate=params["request_rate"],
                         seed=params["seed"],
+                        timeout_s=params["case_timeout_s"],
                     )
                     t1 = time.time()
                     record("online", concurrency, records, duration, t0, t1, server)
