@@ -126,3 +126,43 @@ def summarize(records: list[RequestRecord], duration_s: float) -> dict[str, Any]
         "total_token_throughput": (input_tokens + output_tokens) * per_s,
         **{name: distribution(values) for name, values in samples.items()},
     }
+
+
+@dataclass(frozen=True)
+class Slo:
+    """A team's latency bounds in milliseconds; 0 leaves a bound unset."""
+
+    ttft_ms: float = 0.0
+    tpot_ms: float = 0.0
+    e2el_ms: float = 0.0
+
+    def __bool__(self) -> bool:
+        return any((self.ttft_ms, self.tpot_ms, self.e2el_ms))
+
+    def met_by(self, record: RequestRecord) -> bool:
+        """Whether a completed request kept every bound set. A one-token answer has no
+        TPOT and keeps a TPOT bound, as in vLLM (its TPOT is 0 there)."""
+        if not record.ok:
+            return False
+        tpot = record.tpot()
+        return (
+            (not self.ttft_ms or record.ttft() * 1e3 <= self.ttft_ms)
+            and (not self.tpot_ms or tpot is None or tpot * 1e3 <= self.tpot_ms)
+            and (not self.e2el_ms or record.e2el() * 1e3 <= self.e2el_ms)
+        )
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: v for k, v in vars(self).items() if v}
+
+
+def goodput(records: list[RequestRecord], duration_s: float, slo: Slo) -> dict[str, Any]:
+    """Requests that kept the SLO per second of the run: ``vllm bench serve --goodput``'s
+    ``request_goodput`` (MLPerf's server scenario likewise counts only what meets its
+    TTFT and TPOT bounds). Failed requests never count."""
+    good = sum(1 for r in records if slo.met_by(r))
+    return {
+        "slo": slo.as_dict(),
+        "good": good,
+        "share": good / len(records) if records else None,
+        "request_goodput": good / duration_s if duration_s > 0 else 0.0,
+    }

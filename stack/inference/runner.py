@@ -118,6 +118,8 @@ def _measurements(
     add("request_throughput", "req/s", stats["request_throughput"], "higher")
     add("output_throughput", "tok/s", stats["output_throughput"], "higher")
     add("total_token_throughput", "tok/s", stats["total_token_throughput"], "higher")
+    if stats.get("goodput"):
+        add("request_goodput", "req/s", stats["goodput"]["request_goodput"], "higher")
     if extra.get("peak_memory_bytes") is not None:
         add("peak_memory", "GiB", extra["peak_memory_bytes"] / GIB, "lower")
     if extra.get("tokens_per_joule") is not None:
@@ -229,6 +231,8 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     steps = len(params["modes"]) * len(params["concurrency"])
     done_steps = 0
 
+    slo = metrics.Slo(params["slo_ttft_ms"], params["slo_tpot_ms"], params["slo_e2el_ms"])
+
     def record(
         mode: str,
         concurrency: int,
@@ -246,6 +250,8 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             stats, samples = measured.stats, measured.samples
         else:
             stats, samples = metrics.summarize(records, duration), metrics.request_samples(records)
+            if slo:
+                stats["goodput"] = metrics.goodput(records, duration, slo)
         window = sampler.window(t0, t1)
         energy = _energy(window, t0, t1)
         if energy:

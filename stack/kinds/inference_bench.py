@@ -146,6 +146,17 @@ KIND = Kind(
                 "default": 0,
                 "description": "Online: requests/s, Poisson arrivals; 0 sends all at once.",
             },
+            **{
+                f"slo_{name}_ms": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 3_600_000,
+                    "default": 0,
+                    "description": f"The team's {title} bound in ms for goodput (requests "
+                    "that kept every bound set, per second); 0: none.",
+                }
+                for name, title in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2el", "E2EL"))
+            },
             "seed": {
                 "type": "integer",
                 "minimum": 0,

@@ -139,3 +139,17 @@ def test_a_registered_model_that_did_not_reach_the_job_is_an_error_saying_so(tmp
 def test_min_above_max_is_refused_before_any_model_is_built(tmp_path):
     result, _, _ = _run(tmp_path, input_min=100, input_max=10)
     assert result["status"] == "errored" and "input_min is larger than input_max" in result["error"]
+
+
+@pytest.mark.process
+def test_an_slo_gives_each_case_its_goodput_and_a_measurement_of_it(tmp_path):
+    result, done, _ = _run(tmp_path, modes=["offline"], concurrency=[2], slo_ttft_ms=600000,
+                           slo_tpot_ms=0.001)  # fmt: skip
+    assert result["status"] == "succeeded", (result["error"], done.stderr[-2000:])
+    goodput = result["summary"]["cases"][0]["stats"]["goodput"]
+    # every request's TTFT is under 10 minutes; none decodes a token in a microsecond
+    assert goodput["slo"] == {"ttft_ms": 600000, "tpot_ms": 0.001} and goodput["good"] == 0
+    [measured] = [m for m in result["measurements"] if m["metric"] == "request_goodput"]
+    assert measured["value"] == 0.0 and measured["better"] == "higher"
+    result, _, _ = _run(tmp_path, modes=["offline"], concurrency=[2], slo_ttft_ms=600000)
+    assert result["summary"]["cases"][0]["stats"]["goodput"]["good"] == 10

@@ -60,3 +60,22 @@ def test_a_run_summary_counts_only_completed_requests_and_divides_by_the_wall_ti
     assert stats["tpot_ms"]["p50"] == pytest.approx(150.0)  # 100 ms and 200 ms
     assert stats["itl_ms"]["p50"] == pytest.approx(200.0)  # gaps 100, 200, 200
     assert stats["e2el_ms"]["p99"] == pytest.approx(200 + 0.99 * 400)
+
+
+def test_goodput_counts_the_requests_that_kept_every_bound_set_per_second():
+    from stack.inference.metrics import Slo, goodput
+
+    records = [
+        stream(0.0, [0.1, 0.2, 0.3]),  # TTFT 100 ms, TPOT 100 ms: good
+        stream(0.0, [0.5, 0.6, 0.7]),  # TTFT 500 ms: breaks the TTFT bound
+        stream(0.0, [0.1, 0.4, 0.7]),  # TPOT 300 ms: breaks the TPOT bound
+        stream(0.0, [0.2]),  # one token: no TPOT, keeps the TPOT bound (vLLM: TPOT 0)
+        stream(0.0, [], error="HTTP 500"),  # failed: never good
+    ]
+    slo = Slo(ttft_ms=250, tpot_ms=150)
+    result = goodput(records, duration_s=2.0, slo=slo)
+    assert result["good"] == 2 and result["request_goodput"] == pytest.approx(1.0)
+    assert result["share"] == pytest.approx(0.4)
+    assert result["slo"] == {"ttft_ms": 250, "tpot_ms": 150}
+    assert goodput(records, 2.0, Slo(e2el_ms=300))["good"] == 2  # 300 and 200 ms E2EL
+    assert not Slo() and Slo(tpot_ms=1)
