@@ -506,7 +506,16 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             "weights_bytes": weights * presets.DTYPE_BYTES[dtype] if weights else None,
             "kv_bytes_per_token": kv_per_token,
         },
-        "memory": _room(room, kv_per_token, per_request_blocks * block),
+        "memory": {
+            **_room(room, kv_per_token, per_request_blocks * block),
+            "paged_vs_contiguous": paged_vs_contiguous(
+                [len(p) + m for p, m in zip(prompts, max_tokens, strict=True)],
+                block,
+                int(config.get("max_position_embeddings") or longest),
+                kv_per_token,
+                room.get("free_after_weights_bytes"),
+            ),
+        },
         "workload": {
             "requests": n,
             "input": input_lengths.label(),
@@ -557,6 +566,31 @@ def _room(room: dict[str, Any], kv_per_token: int, request_tokens: int) -> dict[
         "free_after_weights_bytes": free,
         "request_kv_bytes": per_request,
         "largest_batch": int(0.9 * free) // per_request if free else None,
+    }
+
+
+def paged_vs_contiguous(
+    lengths: list[int], block: int, max_len: int, kv_per_token: int, free: int | None
+) -> dict[str, Any]:
+    """The PagedAttention claim for this workload: a contiguous cache reserves each
+    request's maximum length up front (the model's context, or at best the workload's
+    longest request), a paged one holds the blocks each request fills. Per request on
+    average, and the batch each allows in 90 % of the memory free after the weights (None
+    off a GPU). The lengths are prompt + output tokens, each request's whole context."""
+    mean_blocks = sum(math.ceil(n / block) for n in lengths) / len(lengths)
+    per_request = {
+        "contiguous_model_max": kv_per_token * max_len,
+        "contiguous_longest": kv_per_token * max(lengths),
+        "paged": kv_per_token * block * mean_blocks,
+        "exact": kv_per_token * sum(lengths) / len(lengths),
+    }
+    room = int(0.9 * free) if free else None
+    return {
+        "model_max_len": max_len,
+        "block_size": block,
+        "request_bytes": per_request,
+        "batch": {k: int(room // v) if room else None for k, v in per_request.items()},
+        "paged_saving": 1 - per_request["paged"] / per_request["contiguous_model_max"],
     }
 
 

@@ -153,3 +153,31 @@ def test_an_slo_gives_each_case_its_goodput_and_a_measurement_of_it(tmp_path):
     assert measured["value"] == 0.0 and measured["better"] == "higher"
     result, _, _ = _run(tmp_path, modes=["offline"], concurrency=[2], slo_ttft_ms=600000)
     assert result["summary"]["cases"][0]["stats"]["goodput"]["good"] == 10
+
+
+def test_a_paged_cache_holds_the_blocks_a_request_fills_a_contiguous_one_its_maximum():
+    from stack.inference.runner import paged_vs_contiguous
+
+    # three requests of 100, 300 and 520 tokens; blocks of 256; an 8192-token model
+    figures = paged_vs_contiguous([100, 300, 520], 256, 8192, 131072, free=10 * 2**30)
+    per = figures["request_bytes"]
+    assert per["contiguous_model_max"] == 131072 * 8192
+    assert per["contiguous_longest"] == 131072 * 520
+    assert per["paged"] == pytest.approx(131072 * 256 * (1 + 2 + 3) / 3)
+    assert per["exact"] == pytest.approx(131072 * 920 / 3)
+    room = int(0.9 * 10 * 2**30)
+    assert figures["batch"]["contiguous_model_max"] == room // (131072 * 8192) == 9
+    assert figures["batch"]["paged"] == int(room // per["paged"]) == 144
+    assert figures["paged_saving"] == pytest.approx(1 - 512 / 8192)
+    assert paged_vs_contiguous([10], 16, 64, 2, free=None)["batch"]["paged"] is None
+
+
+@pytest.mark.process
+def test_the_summary_sets_the_workloads_paged_cache_beside_a_contiguous_one(tmp_path):
+    result, done, _ = _run(tmp_path, modes=["offline"], concurrency=[2], block_size=16)
+    assert result["status"] == "succeeded", (result["error"], done.stderr[-2000:])
+    figures = result["summary"]["memory"]["paged_vs_contiguous"]
+    kv = result["summary"]["model"]["kv_bytes_per_token"]
+    assert figures["model_max_len"] == 4096  # tiny-llama's max_position_embeddings
+    assert figures["request_bytes"]["contiguous_model_max"] == kv * 4096
+    assert figures["request_bytes"]["paged"] < figures["request_bytes"]["contiguous_longest"]
