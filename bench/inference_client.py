@@ -121,16 +121,8 @@ class ServerProcess:
 
 
 def request_bytes(target: client.Target, max_tokens: int) -> bytes:
-    """The bytes rocpath's client writes for one request (client.send builds the same)."""
-    body = json.dumps(
-        {"model": target.model, "prompt": PROMPT, "max_tokens": max_tokens, "stream": True}
-    ).encode()
-    head = (
-        f"POST {target.path} HTTP/1.1\r\nHost: {target.host}:{target.port}\r\n"
-        "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode()
-    return head + body
+    """The bytes rocpath's client writes for one request: client.request_bytes itself."""
+    return client.request_bytes(target, PROMPT, max_tokens)
 
 
 @dataclass

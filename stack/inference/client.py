@@ -214,14 +214,14 @@ async def send(
     return record
 
 
-async def _exchange(
-    pool: Pool,
+def request_bytes(
+    target: Target,
     prompt: str | list[int],
     max_tokens: int,
-    extra: dict[str, Any] | None,
-    record: RequestRecord,
-) -> None:
-    target = pool.target
+    extra: dict[str, Any] | None = None,
+) -> bytes:
+    """One streamed completion request as it goes on the wire (the overhead bench's bare
+    reader writes these same bytes)."""
     body = json.dumps(
         {
             "model": target.model,
@@ -236,11 +236,22 @@ async def _exchange(
         "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     ).encode()
+    return head + body
+
+
+async def _exchange(
+    pool: Pool,
+    prompt: str | list[int],
+    max_tokens: int,
+    extra: dict[str, Any] | None,
+    record: RequestRecord,
+) -> None:
+    payload = request_bytes(pool.target, prompt, max_tokens, extra)
     conn = None
     try:
         conn = await pool.get()
         record.start = time.perf_counter()
-        conn.writer.write(head + body)
+        conn.writer.write(payload)
         status, headers = await _read_head(conn.reader)
         if headers.get("connection", "").lower() == "close":
             conn.usable = False
