@@ -177,12 +177,3 @@ def run_case(
             timeout_s=timeout_s,
         )
     )
-
-
-def server_version() -> str | None:
-    """transformers' version (the server's), for the result."""
-    try:
-        import transformers
-    except ImportError:
-        return None
-    return transformers.__version__

@@ -167,13 +167,14 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             log(f"environment fingerprint failed: {env_error}", level="warning")
     try:
         import torch
-        import transformers  # noqa: F401
+        import transformers
     except ImportError as exc:
         return RunResult(
             status="errored",
             environment=environment,
             error=f"inference-bench needs torch and transformers in the job image: {exc}",
         )
+    engine_version = transformers.__version__  # the offline engine's and the server's
     try:
         device = pick_device(params["device"], environment)
     except RuntimeError as exc:
@@ -390,7 +391,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                 for concurrency in params["concurrency"]:
                     server = {
                         "server": "transformers serve",
-                        "server_version": online.server_version(),
+                        "server_version": engine_version,
                     }
                     t0 = time.time()
                     if client != external.ROCPATH:
@@ -494,7 +495,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
 
     summary = {
         "engine": ENGINE,
-        "engine_version": online.server_version(),
+        "engine_version": engine_version,
         "device": {"kind": device.kind, "name": device.name, "vendor": device.vendor},
         "model": {
             "name": spec.name,
@@ -565,8 +566,19 @@ def _room(room: dict[str, Any], kv_per_token: int, request_tokens: int) -> dict[
     return {
         "free_after_weights_bytes": free,
         "request_kv_bytes": per_request,
-        "largest_batch": int(0.9 * free) // per_request if free else None,
+        "largest_batch": batch_in(free, per_request),
     }
+
+
+# The share of the memory free after the weights a KV cache may take: transformers' own
+# default (max_memory_percent 0.9 without logit processors).
+KV_SHARE = 0.9
+
+
+def batch_in(free: int | None, per_request: float) -> int | None:
+    """How many requests of ``per_request`` KV bytes fit in KV_SHARE of ``free`` (None off
+    a GPU, where nothing says what is free)."""
+    return int(int(KV_SHARE * free) // per_request) if free else None
 
 
 def paged_vs_contiguous(
@@ -584,12 +596,11 @@ def paged_vs_contiguous(
         "paged": kv_per_token * block * mean_blocks,
         "exact": kv_per_token * sum(lengths) / len(lengths),
     }
-    room = int(0.9 * free) if free else None
     return {
         "model_max_len": max_len,
         "block_size": block,
         "request_bytes": per_request,
-        "batch": {k: int(room // v) if room else None for k, v in per_request.items()},
+        "batch": {k: batch_in(free, v) for k, v in per_request.items()},
         "paged_saving": 1 - per_request["paged"] / per_request["contiguous_model_max"],
     }
 
