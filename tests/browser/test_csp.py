@@ -7,7 +7,7 @@ import pytest
 
 from jobs.choices import JobStatus
 from teams.choices import Role
-from tests.browser.steps import sign_in
+from tests.browser.steps import sign_in, watch
 from tests.factories import (
     add_member,
     make_job,
@@ -43,20 +43,9 @@ def test_the_pages_htmx_charts_and_api_docs_raise_no_csp_violation(page):
     add_member(team, user, Role.MEMBER)
     project = make_project(team, "ported")
     chart_job = _gemm_job(team)
-    console: list[str] = []
-    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
-    page.add_init_script(WATCH)
+    seen = watch(page, WATCH)
+    console, policies = seen.console, seen.policies
     violations: list[str] = []
-
-    policies: list[str] = []
-    page.on(
-        "response",
-        lambda r: (
-            policies.append(r.headers.get("content-security-policy", ""))
-            if r.request.resource_type == "document"
-            else None
-        ),
-    )
 
     def collect() -> None:
         violations.extend(page.evaluate("window.__csp || []"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from teams.choices import Role
-from tests.browser.steps import sign_in
+from tests.browser.steps import sign_in, watch
 from tests.browser.test_csp import WATCH
 from tests.factories import add_member, make_team, make_user
 from tests.portal.test_inference_bench_page import CASES, run_inference_bench, store
@@ -25,20 +25,8 @@ def test_the_inference_bench_page_draws_its_table_and_charts_with_no_csp_violati
     user = make_user("frank", password="correct horse battery")
     add_member(team, user, Role.MEMBER)
     job = store(team, document)
-    console: list[str] = []
-    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.add_init_script(WATCH)
-    policies: list[str] = []
-    page.on(
-        "response",
-        lambda r: (
-            policies.append(r.headers.get("content-security-policy", ""))
-            if r.request.resource_type == "document"
-            else None
-        ),
-    )
+    seen = watch(page, WATCH)
+    console, errors, policies = seen.console, seen.errors, seen.policies
 
     sign_in(page, "frank", "correct horse battery")
     page.goto(f"/jobs/{job.pk}/")
