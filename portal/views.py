@@ -438,6 +438,10 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         except SourceError as exc:
             messages.error(request, f"Refused: {exc}")
         return redirect("portal:project-detail", pk=pk)
+    # The sources are read before the steps: a worker that finishes in between then shows
+    # as a pending source the page keeps following, never as a ready one beside no steps
+    # and no more polling (CI saw that race on stop 47).
+    sources = list(project.sources.all()[:20])
     # The steps run on the newest ready source: no buttons (nor targets to show)
     # while every source is still being fetched or has failed.
     ready = writable and newest_ready(project) is not None
@@ -449,7 +453,6 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if ready
         else {}
     )
-    sources = list(project.sources.all()[:20])
     states = roadmap_state(project)
     current = next((st for st in states if st.status in ("active", "blocked")), None)
     latest: dict[str, Job] = {}

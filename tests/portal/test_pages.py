@@ -316,3 +316,31 @@ def test_phase_statuses_read_as_words_on_the_project_and_roadmap_pages(member_cl
     for page in (f"/projects/{project.pk}/", f"/projects/{project.pk}/roadmap/"):
         html = member_client.get(page).content.decode()
         assert "Not started" in html and "notstarted" not in html, page
+
+
+@pytest.mark.process  # the steps ask this host's hipcc which targets it knows
+def test_a_source_ready_between_the_pages_reads_is_followed_until_the_steps_show(
+    member_client, team, monkeypatch
+):
+    """The worker may finish extracting while the page is being built: the page then
+    either shows the steps or keeps polling, never a ready source with neither."""
+    from portal import views
+    from teams.models import SourceSnapshot
+    from teams.sources import newest_ready
+
+    project = make_project(team, "cfd")
+    source = SourceSnapshot.objects.create(
+        project=project, origin=SourceSnapshot.Origin.UPLOAD, name="code.zip"
+    )
+
+    def worker_finishes_right_after(p):
+        found = newest_ready(p)
+        SourceSnapshot.objects.filter(pk=source.pk).update(status=SourceSnapshot.Status.READY)
+        return found
+
+    monkeypatch.setattr(views, "newest_ready", worker_finishes_right_after)
+    page = member_client.get(f"/projects/{project.pk}/").content.decode()
+    assert 'data-step="hipify-scan"' in page or 'hx-trigger="every 2s"' in page
+    monkeypatch.undo()
+    again = member_client.get(f"/projects/{project.pk}/").content.decode()
+    assert 'data-step="hipify-scan"' in again
