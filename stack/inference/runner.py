@@ -22,6 +22,7 @@ from typing import Any
 
 from stack.inference import client as client_module
 from stack.inference import external, metrics, models, offline, online, presets, registry
+from stack.inference import sweep as sweep_module
 from stack.inference.prompts import Lengths, make_prompts, output_lengths
 from stack.runtime import Artifact, Measurement, RunContext, RunResult
 
@@ -216,7 +217,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     # 4-layer Llama-3-8B on an H200, and twice that taken from the allocator) and on a CPU
     # zeroes as much host RAM for minutes. A benchmark needs room for its largest batch of
     # its longest request; the most that would fit is reported apart (largest_batch).
-    num_blocks = num_blocks or max(params["concurrency"]) * math.ceil(longest / block) + 1
+    loads = load_steps(params)
+    most = max(c for mode_loads in loads.values() for c, _ in mode_loads)
+    num_blocks = num_blocks or most * math.ceil(longest / block) + 1
     if device.kind == "cpu":
         batch_tokens = batch_tokens or 512
     graphs = bool(params["cuda_graphs"]) and device.kind == "cuda"
@@ -229,10 +232,21 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     measurements: list[Measurement] = []
     request_rows: list[list[Any]] = []
     errors: list[str] = []
-    steps = len(params["modes"]) * len(params["concurrency"])
+    steps = sum(len(loads[mode]) for mode in params["modes"])
     done_steps = 0
 
     slo = metrics.Slo(params["slo_ttft_ms"], params["slo_tpot_ms"], params["slo_e2el_ms"])
+    attainment = params["slo_attainment"]
+    sweeps = {
+        mode: sweep_module.Sweep(
+            mode,
+            "rate" if mode == "online" and params["sweep"] == "rate" else "concurrency",
+            slo,
+            attainment,
+            stepping=params["sweep"] != "none",
+        )
+        for mode in params["modes"]
+    }
 
     def record(
         mode: str,
@@ -243,6 +257,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         t1: float,
         extra: dict[str, Any],
         measured: external.Outcome | None = None,
+        rate: float = 0.0,
     ) -> None:
         """One case's stats, measurements and log line; ``measured`` is a client tool's
         own numbers (parsed from its file), else they come from ``records``."""
@@ -276,8 +291,8 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             "output": output_lens.label(),
             "concurrency": concurrency,
         }
-        if mode == "online" and params["request_rate"]:
-            case["rate"] = params["request_rate"]
+        if mode == "online" and rate:
+            case["rate"] = rate
         if mode == "online" and client != external.ROCPATH:
             # Only another client's cases carry the key in their measurements: rocpath's
             # keep the identity they always had, so earlier runs still compare.
@@ -285,6 +300,17 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         if mode == "online":
             extra["client"] = client
         measurements.extend(_measurements(case, stats, samples, extra))
+        sweeps[mode].add(
+            sweep_module.point(
+                concurrency=concurrency,
+                rate=rate,
+                stats=stats,
+                records=records,
+                slo=slo,
+                attainment=attainment,
+                tokens_per_joule=extra.get("tokens_per_joule"),
+            )
+        )
         request_rows.extend(_request_rows(mode, concurrency, records))
         cases.append({**case, "stats": stats, **extra})
         done_steps += 1
@@ -332,7 +358,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             )
             if warm:
                 engine(warm, [4] * len(warm), concurrency=len(warm))
-            for concurrency in params["concurrency"]:
+            for concurrency, _ in loads["offline"]:
+                if sweeps["offline"].done:
+                    break
                 if cuda:
                     torch.cuda.synchronize()
                     torch.cuda.reset_peak_memory_stats()
@@ -375,7 +403,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             warm_texts = [models.prompt_text(p) for p in warm]
             # The server (a child) inherits this process's open-file limit: one socket per
             # request in flight on each side.
-            client_module.raise_fd_limit(max(params["concurrency"]))
+            client_module.raise_fd_limit(most)
             with online.serving(served, settings, server_log) as target:
                 if warm_texts:
                     online.run_case(
@@ -388,7 +416,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                         seed=params["seed"],
                         timeout_s=params["case_timeout_s"],
                     )
-                for concurrency in params["concurrency"]:
+                for concurrency, rate in loads["online"]:
+                    if sweeps["online"].done:
+                        break
                     server = {
                         "server": "transformers serve",
                         "server_version": engine_version,
@@ -403,7 +433,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                             input_lengths,
                             output_lens,
                             params["seed"],
-                            params["request_rate"],
+                            rate,
                         )
                         try:
                             outcome = external.run_client(
@@ -422,7 +452,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                         client_files.extend([outcome.result_file, outcome.log_file])
                         client_version = outcome.tool_version
                         server["client_version"] = outcome.tool_version
-                        record("online", concurrency, [], 0.0, t0, time.time(), server, outcome)
+                        record(
+                            "online", concurrency, [], 0.0, t0, time.time(), server, outcome, rate
+                        )
                         continue
                     records, duration = online.run_case(
                         target,
@@ -430,18 +462,24 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                         [len(p) for p in prompts],
                         max_tokens,
                         concurrency=concurrency,
-                        rate=params["request_rate"],
+                        rate=rate,
                         seed=params["seed"],
                         timeout_s=params["case_timeout_s"],
                     )
                     t1 = time.time()
-                    record("online", concurrency, records, duration, t0, t1, server)
+                    record("online", concurrency, records, duration, t0, t1, server, rate=rate)
     except online.ServerError as exc:
         errors.append(str(exc))
     except external.ClientMissing as exc:
         errors.append(f"online: {exc}")
     finally:
         sampler.stop()
+    for mode, sweep in sweeps.items():
+        sweep.end(
+            f"its last step ran ({_load_words(loads[mode][-1], sweep.load)})"
+            if sweep.stepping
+            else "every load listed ran"
+        )
 
     if server_log is not None and server_log.exists():
         artifacts.append(
@@ -525,6 +563,18 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             "request_rate": params["request_rate"] or None,
         },
         "cases": cases,
+        "serving": sweep_module.serving_summary(
+            [sweeps[mode] for mode in params["modes"]],
+            slo,
+            attainment,
+            {
+                "model": spec.name,
+                "dtype": dtype,
+                "input": input_lengths.label(),
+                "output": output_lens.label(),
+                "requests": n,
+            },
+        ),
         "telemetry": sampler.describe(),
         "errors": errors,
     }
@@ -555,6 +605,31 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
         artifacts=artifacts,
         error="; ".join(errors)[:2000] if errors else None,
     )
+
+
+def load_steps(params: dict[str, Any]) -> dict[str, list[tuple[int, float]]]:
+    """Each mode's (concurrency, request rate) steps, in order: the listed concurrencies,
+    or a sweep's doublings (stack/inference/sweep.py), never more in flight than the
+    workload's requests."""
+    listed = params["concurrency"]
+    requests = params["requests"]
+    out: dict[str, list[tuple[int, float]]] = {}
+    for mode in params["modes"]:
+        if params["sweep"] == "none":
+            out[mode] = [(c, params["request_rate"] if mode == "online" else 0.0) for c in listed]
+        elif params["sweep"] == "rate" and mode == "online":
+            rates = sweep_module.steps(params["request_rate"], params["sweep_max_rate"])
+            out[mode] = [(min(max(listed), requests), r) for r in rates]
+        else:
+            end = min(params["sweep_max_concurrency"], requests)
+            found = sweep_module.steps(min(listed), end, cap=requests)
+            rate = params["request_rate"] if mode == "online" else 0.0
+            out[mode] = [(int(c), rate) for c in found]
+    return out
+
+
+def _load_words(step: tuple[int, float], load: str) -> str:
+    return f"{step[1]:g} req/s" if load == "rate" else f"concurrency {step[0]}"
 
 
 def _room(room: dict[str, Any], kv_per_token: int, request_tokens: int) -> dict[str, Any]:

@@ -130,6 +130,37 @@ KIND = Kind(
                 "default": [1, 8, 32],
                 "description": "Requests in flight (offline: per batch); one case each.",
             },
+            "sweep": {
+                "enum": ["none", "concurrency", "rate"],
+                "default": "none",
+                "description": "none: one case per concurrency listed. concurrency: from "
+                "the smallest listed, doubled up to sweep_max_concurrency. rate (online; "
+                "offline sweeps concurrency): Poisson requests/s from request_rate, doubled "
+                "up to sweep_max_rate, at most the largest concurrency in flight. A sweep "
+                "stops once the SLO breaks or throughput stops rising (docs/inference.md).",
+            },
+            "sweep_max_concurrency": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 4096,
+                "default": 256,
+                "description": "A concurrency sweep's last step (never above requests).",
+            },
+            "sweep_max_rate": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 100000,
+                "default": 64,
+                "description": "A rate sweep's last step, requests/s.",
+            },
+            "slo_attainment": {
+                "type": "number",
+                "minimum": 0.5,
+                "maximum": 1,
+                "default": 0.9,
+                "description": "Share of a step's requests that must keep every SLO bound "
+                "for the step to meet the SLO (0.99: MLPerf's p99 bounds).",
+            },
             "client": {
                 "enum": list(CLIENTS),
                 "default": "auto",
@@ -243,6 +274,11 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     """Measure serving as the params ask; see docs/inference.md."""
     from stack.inference.runner import run as run_inference
 
+    if params["sweep"] == "rate" and "online" in params["modes"] and not params["request_rate"]:
+        return RunResult(
+            status="errored",
+            error="a rate sweep starts at request_rate: set it above 0 (requests/s)",
+        )
     for name in ("input", "output"):
         low, high = params[f"{name}_min"], params[f"{name}_max"]
         if high and low > high:

@@ -181,3 +181,44 @@ def test_the_summary_sets_the_workloads_paged_cache_beside_a_contiguous_one(tmp_
     assert figures["model_max_len"] == 4096  # tiny-llama's max_position_embeddings
     assert figures["request_bytes"]["contiguous_model_max"] == kv * 4096
     assert figures["request_bytes"]["paged"] < figures["request_bytes"]["contiguous_longest"]
+
+
+@pytest.mark.process
+def test_a_sweep_whose_slo_breaks_at_its_first_step_runs_no_other(tmp_path):
+    result, done, _ = _run(tmp_path, modes=["offline", "online"], sweep="concurrency",
+                           concurrency=[1], sweep_max_concurrency=8, slo_tpot_ms=0.001)  # fmt: skip
+    assert result["status"] == "succeeded", (result["error"], done.stderr[-2000:])
+    validate_result(result)
+    assert [(c["mode"], c["concurrency"]) for c in result["summary"]["cases"]] == [
+        ("offline", 1),
+        ("online", 1),
+    ]
+    serving = result["summary"]["serving"]
+    assert serving["slo"] == {"tpot_ms": 0.001} and serving["workload"]["model"] == "tiny-llama"
+    for curve in serving["curves"]:
+        assert curve["stopped"]["reason"].startswith("the SLO broke at concurrency 1: 0% of")
+        assert curve["slo_point"] is None and curve["points"][0]["meets_slo"] is False
+
+
+@pytest.mark.process
+def test_a_concurrency_sweep_doubles_up_to_the_requests_and_draws_its_curve(tmp_path):
+    result, done, _ = _run(tmp_path, modes=["offline"], sweep="concurrency", concurrency=[2],
+                           requests=8, slo_ttft_ms=600000)  # fmt: skip
+    assert result["status"] == "succeeded", (result["error"], done.stderr[-2000:])
+    (curve,) = result["summary"]["serving"]["curves"]
+    ran = [p["concurrency"] for p in curve["points"]]
+    assert ran[0] == 2 and set(ran) <= {2, 4, 8}
+    stopped = curve["stopped"]["reason"]
+    assert stopped.startswith("throughput stopped rising") or ran == [2, 4, 8], stopped
+    for p in curve["points"]:
+        assert p["meets_slo"] is True and p["goodput_per_gpu"] > 0
+        assert p["throughput_per_gpu"]["value"] > 0 and p["tokens_per_s_per_user"]["value"] > 0
+    assert curve["slo_point"] is not None
+
+
+@pytest.mark.process
+def test_a_rate_sweep_needs_a_rate_to_start_from(tmp_path):
+    result, _, _ = _run(tmp_path, modes=["online"], sweep="rate")
+    assert (
+        result["status"] == "errored" and "a rate sweep starts at request_rate" in result["error"]
+    )

@@ -1,0 +1,393 @@
+"""The serving sweep: load stepped up until more of it buys nothing, and the curve it draws.
+
+A serving team asks how much one GPU serves at its latency SLO, not how fast it is at
+concurrency 8. The sweep doubles the load (requests in flight, or the Poisson request
+rate) and stops as soon as a step cannot tell it anything new:
+
+- the SLO broke: fewer than ``attainment`` of the step's requests kept every bound (the
+  step is kept and marked: it brackets the SLO from above). More load only adds queueing.
+- throughput stopped rising: the step serves less than ``MIN_GAIN`` more than the best
+  step before it, though it doubled the load. The engine is saturated; doubling again
+  would spend the GPU's most expensive step on a flat curve. (The step's interval is not
+  asked: a short step's is wide, and the rule would then never stop.)
+- the next step would ask for more requests in flight than the workload has.
+
+Each step is a point of the curve InferenceX draws: throughput per GPU (output tokens/s)
+against tokens per second per user (1 / TPOT), each with a 95 % interval:
+- throughput: batch means. The step's span (first request sent to last token) is cut
+  into ``WINDOWS`` equal windows and the output tokens arriving in each counted; the
+  interval is the step's throughput plus or minus Student's t on the spread of the
+  middle windows' rates (the first and last hold the ramp-up and the drain, which every
+  step has and which say nothing about how steady the engine ran).
+- tokens/s per user: the median of the requests' 1/TPOT, with the distribution-free
+  interval of order statistics (binomial ranks), as 1/TPOT is skewed.
+The SLO point is the step that serves most per GPU while meeting the SLO (on the steps
+tried: doubling brackets the true capacity within a factor of two of load).
+
+``compare_at_slo`` reads two sweeps' summaries and says which GPU serves more at the SLO,
+per GPU and per joule, or that the data cannot tell. docs/inference.md says every step.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from stack.inference import metrics
+
+MIN_GAIN = 0.05  # a doubling of load that buys less than this is the plateau
+WINDOWS = 10
+T_975_7 = 2.3646  # Student's t, 97.5 % quantile, the 8 middle windows' 7 degrees of freedom
+Z_975 = 1.959964
+JOULE_MARGIN = 0.10  # one energy reading per point has no interval: this stands for one
+DEFAULT_ATTAINMENT = 0.9
+
+
+def _interval(value: float | None, low: float | None, high: float | None) -> dict[str, Any]:
+    return {"value": value, "low": low, "high": high}
+
+
+def throughput_interval(
+    records: list[metrics.RequestRecord], value: float, gpus: int = 1
+) -> tuple[float | None, float | None]:
+    """The 95 % interval of output tokens/s per GPU by batch means (module docstring);
+    (None, None) when the step has too few arrivals to fill its windows."""
+    done = [r for r in records if r.ok]
+    arrivals: list[tuple[float, float]] = []
+    for r in done:
+        weight = r.tokens_out / len(r.token_times)  # a chunk may carry several tokens
+        arrivals.extend((t, weight) for t in r.token_times)
+    if len(arrivals) < 2 * WINDOWS:
+        return None, None
+    t0 = min(r.start for r in records)
+    t1 = max(t for t, _ in arrivals)
+    width = (t1 - t0) / WINDOWS
+    if width <= 0:
+        return None, None
+    tokens = [0.0] * WINDOWS
+    for t, weight in arrivals:
+        tokens[min(int((t - t0) / width), WINDOWS - 1)] += weight
+    steady = [n / width / gpus for n in tokens[1:-1]]
+    half = T_975_7 * statistics.stdev(steady) / math.sqrt(len(steady))
+    return max(0.0, value - half), value + half
+
+
+def median_interval(values: list[float]) -> dict[str, Any]:
+    """The median with its distribution-free 95 % interval (order statistics at the
+    binomial ranks); no interval under 6 values, where it would span them all."""
+    if not values:
+        return _interval(None, None, None)
+    ordered = sorted(values)
+    n = len(ordered)
+    value = statistics.median(ordered)
+    if n < 6:
+        return _interval(value, None, None)
+    spread = Z_975 * math.sqrt(n) / 2
+    low = max(0, math.floor(n / 2 - spread) - 1)
+    high = min(n - 1, math.ceil(n / 2 + spread))
+    return _interval(value, ordered[low], ordered[high])
+
+
+def point(
+    *,
+    concurrency: int,
+    rate: float | None,
+    stats: dict[str, Any],
+    records: list[metrics.RequestRecord],
+    slo: metrics.Slo,
+    attainment: float,
+    gpus: int = 1,
+    tokens_per_joule: float | None = None,
+) -> dict[str, Any]:
+    """One step of the curve from its requests (or, for a client tool's parsed file with
+    no requests, from its stats alone: then without intervals)."""
+    value = stats["output_throughput"] / gpus
+    if records:
+        low, high = throughput_interval(records, value, gpus)
+        per_user = median_interval(
+            [1.0 / t for r in records if r.ok and (t := r.tpot()) is not None and t > 0]
+        )
+    else:
+        low = high = None
+        tpot = (stats.get("tpot_ms") or {}).get("p50")
+        per_user = _interval(1e3 / tpot if tpot else None, None, None)
+    good = stats.get("goodput")
+    share = good.get("share") if good else None
+    if slo and good is None and records:
+        good = metrics.goodput(records, stats["duration_s"], slo)
+        share = good["share"]
+    return {
+        "concurrency": concurrency,
+        "rate": rate or None,
+        "throughput_per_gpu": _interval(value, low, high),
+        "tokens_per_s_per_user": per_user,
+        "goodput_per_gpu": good["request_goodput"] / gpus if slo and good else None,
+        "slo_share": share if slo else None,
+        "meets_slo": (share is not None and share >= attainment) if slo else None,
+        "tokens_per_joule": tokens_per_joule,
+        "failed": stats.get("failed", 0),
+    }
+
+
+def _load(p: dict[str, Any], load: str) -> str:
+    return f"{p['rate']:g} req/s" if load == "rate" else f"concurrency {p['concurrency']}"
+
+
+def stop_reason(points: list[dict[str, Any]], load: str, attainment: float) -> str | None:
+    """Why the sweep should stop after its last point, or None to go on (module
+    docstring): a broken SLO first, then a throughput that stopped rising."""
+    last = points[-1]
+    where = _load(last, load)
+    if last.get("failed"):
+        return f"requests failed at {where}"
+    if last["meets_slo"] is False:
+        return (
+            f"the SLO broke at {where}: {last['slo_share']:.0%} of requests kept it, "
+            f"{attainment:.0%} needed"
+        )
+    if len(points) > 1:
+        best = max(p["throughput_per_gpu"]["value"] for p in points[:-1])
+        value = last["throughput_per_gpu"]["value"]
+        if value < best * (1 + MIN_GAIN):
+            return (
+                f"throughput stopped rising at {where}: {value:.4g} tok/s per GPU, "
+                f"not {MIN_GAIN:.0%} above the best before ({best:.4g})"
+            )
+    return None
+
+
+def steps(start: float, end: float, cap: float | None = None) -> list[float]:
+    """start, 2 x start, … up to end (end itself the last step when doubling skips it),
+    none above ``cap``."""
+    out: list[float] = []
+    value = start
+    while value < end:
+        out.append(value)
+        value *= 2
+    out.append(end)
+    return [v for v in out if cap is None or v <= cap] or [min(start, cap or start)]
+
+
+@dataclass
+class Sweep:
+    """One mode's curve as it is measured. ``stepping`` False: the loads given all run
+    (a fixed list of concurrencies), and the curve and its SLO point are still drawn."""
+
+    mode: str
+    load: str  # "concurrency" or "rate"
+    slo: metrics.Slo
+    attainment: float
+    stepping: bool
+    gpus: int = 1
+    points: list[dict[str, Any]] = field(default_factory=list)
+    stopped: dict[str, Any] | None = None
+
+    def add(self, p: dict[str, Any]) -> None:
+        self.points.append(p)
+        if self.stepping and self.stopped is None:
+            reason = stop_reason(self.points, self.load, self.attainment)
+            if reason:
+                at = p["rate"] if self.load == "rate" else p["concurrency"]
+                self.stopped = {"reason": reason, "at": at}
+
+    @property
+    def done(self) -> bool:
+        return self.stopped is not None
+
+    def end(self, reason: str) -> None:
+        """The loads ran out before the rule stopped the sweep."""
+        if self.stopped is None and self.points:
+            self.stopped = {"reason": reason, "at": None}
+
+    def slo_point(self) -> int | None:
+        """The index of the point serving most per GPU within the SLO (without an SLO:
+        the most per GPU, as a plain peak)."""
+        ok = [
+            i
+            for i, p in enumerate(self.points)
+            if not p.get("failed") and (p["meets_slo"] is None or p["meets_slo"])
+        ]
+        if not ok:
+            return None
+        return max(ok, key=lambda i: self.points[i]["throughput_per_gpu"]["value"])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "load": self.load,
+            "points": self.points,
+            "stopped": self.stopped,
+            "slo_point": self.slo_point(),
+        }
+
+
+def serving_summary(
+    sweeps: list[Sweep], slo: metrics.Slo, attainment: float, workload: dict[str, Any]
+) -> dict[str, Any]:
+    """The job summary's ``serving``: what compare_at_slo and the roadmap's gate read."""
+    return {
+        "slo": slo.as_dict(),
+        "attainment": attainment,
+        "gpus": sweeps[0].gpus if sweeps else 1,
+        "workload": workload,
+        "curves": [s.as_dict() for s in sweeps if s.points],
+    }
+
+
+def _ratio(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float | None, float | None] | None:
+    """a/b with a 95 % interval from the two intervals (delta method on the log, each
+    interval's half-width in log space taken as 1.96 standard errors)."""
+    if not a["value"] or not b["value"]:
+        return None
+    ratio = a["value"] / b["value"]
+    if None in (a["low"], a["high"], b["low"], b["high"]) or not (a["low"] > 0 < b["low"]):
+        return ratio, None, None
+    se = math.hypot(
+        math.log(a["high"] / a["low"]) / (2 * Z_975),
+        math.log(b["high"] / b["low"]) / (2 * Z_975),
+    )
+    return ratio, ratio * math.exp(-Z_975 * se), ratio * math.exp(Z_975 * se)
+
+
+def _by_how_much(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio >= 1.5 else f"{(ratio - 1) * 100:.0f} % more"
+
+
+def _side_note(curve: dict[str, Any], slo: bool) -> str:
+    if not slo:
+        return "served nothing"
+    shares = [p["slo_share"] for p in curve["points"] if p["slo_share"] is not None]
+    first = curve["points"][0] if curve["points"] else None
+    if first is None or not shares:
+        return "has no step"
+    return (
+        f"never met the SLO (at its lightest load, {_load(first, curve['load'])}, "
+        f"{first['slo_share']:.0%} of requests kept it)"
+    )
+
+
+def _per_gpu(pa: dict | None, pb: dict | None, names: tuple[str, str], at: str) -> dict:
+    out: dict[str, Any] = {"a": pa, "b": pb, "ratio": None, "low": None, "high": None}
+    out["winner"] = out["text"] = None
+    if pa is None or pb is None:
+        return out
+    ratio = _ratio(pa["throughput_per_gpu"], pb["throughput_per_gpu"])
+    if ratio is None:
+        out["text"] = "one side served no tokens"
+        return out
+    out["ratio"], out["low"], out["high"] = ratio
+    va, vb = pa["throughput_per_gpu"]["value"], pb["throughput_per_gpu"]["value"]
+    figures = f"{va:.4g} against {vb:.4g} output tok/s per GPU {at}"
+    if out["low"] is None:
+        out["text"] = (
+            f"{names[0]} / {names[1]} = {out['ratio']:.2f} ({figures}), but a side has no "
+            "interval (a client tool's file carries no per-request times): the data cannot tell"
+        )
+        return out
+    span = f"{out['ratio']:.2f}, 95 % interval {out['low']:.2f} to {out['high']:.2f}"
+    if out["low"] > 1:
+        out["winner"] = "a"
+        out["text"] = f"{names[0]} serves {_by_how_much(out['ratio'])} per GPU ({span}; {figures})"
+    elif out["high"] < 1:
+        out["winner"] = "b"
+        out["text"] = (
+            f"{names[1]} serves {_by_how_much(1 / out['ratio'])} per GPU "
+            f"({names[0]} / {names[1]} = {span}; {figures})"
+        )
+    else:
+        out["text"] = (
+            f"the data cannot tell which serves more per GPU: {names[0]} / {names[1]} = "
+            f"{span} spans 1 ({figures})"
+        )
+    return out
+
+
+def _per_joule(pa: dict | None, pb: dict | None, names: tuple[str, str]) -> dict:
+    out: dict[str, Any] = {"a": pa, "b": pb, "ratio": None, "low": None, "high": None}
+    out["winner"] = None
+    ja = pa.get("tokens_per_joule") if pa else None
+    jb = pb.get("tokens_per_joule") if pb else None
+    if not ja or not jb:
+        missing = [n for n, j, p in zip(names, (ja, jb), (pa, pb), strict=True) if p and not j]
+        out["text"] = (
+            f"per joule: no power reading on {' and '.join(missing)}"
+            if missing
+            else "per joule: nothing to compare at the SLO"
+        )
+        return out
+    out["ratio"] = ratio = ja / jb
+    figures = f"{ja:.3g} against {jb:.3g} tok/J"
+    if ratio > 1 + JOULE_MARGIN:
+        out["winner"] = "a"
+        out["text"] = f"per joule, {names[0]} serves {_by_how_much(ratio)} ({figures})"
+    elif ratio < 1 / (1 + JOULE_MARGIN):
+        out["winner"] = "b"
+        out["text"] = f"per joule, {names[1]} serves {_by_how_much(1 / ratio)} ({figures})"
+    else:
+        out["text"] = (
+            f"per joule the data cannot tell: {figures} differ by less than the "
+            f"{JOULE_MARGIN:.0%} a single energy reading per point is given"
+        )
+    return out
+
+
+def compare_at_slo(
+    a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str] = ("A", "B")
+) -> list[dict[str, Any]]:
+    """Which of two sweeps (job summaries' ``serving``) serves more at the SLO, per GPU
+    and per joule, one statement per mode both ran; or why the data cannot tell."""
+    out: list[dict[str, Any]] = []
+    curves_b = {c["mode"]: c for c in b.get("curves", [])}
+    slo = bool(a.get("slo"))
+    for ca in a.get("curves", []):
+        cb = curves_b.get(ca["mode"])
+        if cb is None:
+            continue
+        row: dict[str, Any] = {"mode": ca["mode"], "comparable": True}
+        unlike = [
+            what
+            for what, x, y in (
+                ("SLO", a.get("slo"), b.get("slo")),
+                ("SLO attainment", a.get("attainment"), b.get("attainment")),
+                ("workload", a.get("workload"), b.get("workload")),
+                ("load", ca["load"], cb["load"]),
+            )
+            if x != y
+        ]
+        if unlike:
+            row["comparable"] = False
+            row["text"] = (
+                f"not like for like: the two sweeps differ in {', '.join(unlike)}; "
+                "run both with the same model, lengths and SLO"
+            )
+            row["per_gpu"] = row["per_joule"] = None
+            out.append(row)
+            continue
+        pa = ca["points"][ca["slo_point"]] if ca["slo_point"] is not None else None
+        pb = cb["points"][cb["slo_point"]] if cb["slo_point"] is not None else None
+        at = "at the SLO" if slo else "at each one's peak (no SLO set)"
+        row["per_gpu"] = _per_gpu(pa, pb, labels, at)
+        row["per_joule"] = _per_joule(pa, pb, labels)
+        if pa is None and pb is None:
+            row["text"] = (
+                f"Neither meets the SLO at any load tried: {labels[0]} "
+                f"{_side_note(ca, slo)}; {labels[1]} {_side_note(cb, slo)}."
+            )
+        elif pa is None or pb is None:
+            won, lost = (0, 1) if pa is not None else (1, 0)
+            p = pa if pa is not None else pb
+            curve = cb if pa is not None else ca
+            row["per_gpu"]["winner"] = "ab"[won]
+            row["text"] = (
+                f"Only {labels[won]} meets the SLO: "
+                f"{p['throughput_per_gpu']['value']:.4g} output tok/s per GPU at "
+                f"{_load(p, ca['load'])}; {labels[lost]} {_side_note(curve, slo)}."
+            )
+        else:
+            row["text"] = (
+                f"{at[0].upper()}{at[1:]}: {row['per_gpu']['text']}; {row['per_joule']['text']}."
+            )
+        out.append(row)
+    return out
