@@ -217,6 +217,7 @@ class Sweep:
         return {
             "mode": self.mode,
             "load": self.load,
+            "slo": self.slo.as_dict(),
             "points": self.points,
             "stopped": self.stopped,
             "slo_point": self.slo_point(),
@@ -226,7 +227,9 @@ class Sweep:
 def serving_summary(
     sweeps: list[Sweep], slo: metrics.Slo, attainment: float, workload: dict[str, Any]
 ) -> dict[str, Any]:
-    """The job summary's ``serving``: what compare_at_slo and the roadmap's gate read."""
+    """The job summary's ``serving``: what compare_at_slo and the roadmap's gate read.
+    ``slo`` is the team's; each curve says which of its bounds applied to it (offline:
+    TPOT only, runner.py says why)."""
     return {
         "slo": slo.as_dict(),
         "attainment": attainment,
@@ -340,11 +343,11 @@ def compare_at_slo(
     and per joule, one statement per mode both ran; or why the data cannot tell."""
     out: list[dict[str, Any]] = []
     curves_b = {c["mode"]: c for c in b.get("curves", [])}
-    slo = bool(a.get("slo"))
     for ca in a.get("curves", []):
         cb = curves_b.get(ca["mode"])
         if cb is None:
             continue
+        slo = bool(ca.get("slo", a.get("slo")))
         row: dict[str, Any] = {"mode": ca["mode"], "comparable": True}
         unlike = [
             what
