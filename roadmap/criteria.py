@@ -10,7 +10,10 @@ by itself once its data exists: the kinds are looked up by the task they serve, 
 the models by name.
 
 Each function takes a ``Facts`` (the project's data, read once per page) and returns a
-``Verdict``; ``CRITERIA`` lists them by phase, with the rationale and what each reads.
+``Verdict``; ``CRITERIA`` lists them by phase, with the rationale and what each reads: the
+built-in table (``BUILT_IN``) and those a kind declares (``Kind.gate_criteria``, a
+``stack.kinds.base.GateCheck`` run by ``DECLARABLE``), so a kind adds its criterion to a
+gate without an edit here.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from django.conf import settings
@@ -29,7 +32,8 @@ from jobs.choices import JobStatus, LaunchType
 from jobs.models import Job
 from roadmap.models import ChecklistAnswer
 from roadmap.plan import kinds_serving
-from stack.kinds import RoadmapTask, blas_bench, compile_check, hipify_scan
+from stack.kinds import KINDS, RoadmapTask, blas_bench, compile_check, hipify_scan
+from stack.kinds.base import GateCheck
 from teams.porting import NEEDS_DECISION, api_groups_with_decisions, decisions_of, lacking_refs
 
 PASSED, FAILED, UNAVAILABLE, NOT_NEEDED = "passed", "failed", "unavailable", "not_needed"
@@ -164,6 +168,17 @@ class Facts:
             side = "candidate" if env.gpu_vendor.lower() == "amd" else "current"
             sides.setdefault(side, job)
         return sides
+
+    @cached_property
+    def serving_jobs(self) -> list[Job]:
+        """The project's succeeded jobs whose summary carries a serving sweep
+        (``summary["serving"]``, stack/inference/sweep.py), newest first."""
+        return [
+            j
+            for j in self.ended_jobs
+            if j.status == JobStatus.SUCCEEDED
+            and isinstance((j.summary or {}).get("serving"), dict)
+        ]
 
     @cached_property
     def libraries_comparison(self) -> Verdict:
@@ -576,7 +591,201 @@ def metrics_scraped(f: Facts) -> Verdict:
     return Verdict(PASSED, f"/metrics last scraped at {seen.at:%Y-%m-%d %H:%M} UTC.")
 
 
-CRITERIA: tuple[Criterion, ...] = (
+def slo_points(serving: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """Each mode's SLO point of a serving sweep (``summary["serving"]``): the step that
+    serves most per GPU while meeting the SLO; None for a mode where no step met it."""
+    points: dict[str, dict[str, Any] | None] = {}
+    for curve in serving.get("curves") or []:
+        index = curve.get("slo_point")
+        steps = curve.get("points") or []
+        points[str(curve.get("mode"))] = (
+            steps[index] if isinstance(index, int) and 0 <= index < len(steps) else None
+        )
+    return points
+
+
+def _goodput(point: dict[str, Any] | None) -> float | None:
+    value = (point or {}).get("goodput_per_gpu")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def serving_goodput_near_baseline(
+    f: Facts, *, kinds: tuple[str, ...], within_pct: float
+) -> Verdict:
+    """The newest succeeded serving sweep of the declaring kinds against the project's
+    pinned baseline job of those kinds on the same machine (the baseline's scope), mode by
+    mode: the SLO point's goodput per GPU at most ``within_pct`` below the baseline's.
+
+    A project that never ran one of those kinds does not serve LLMs here: not needed. Once
+    it did, every missing piece (a sweep, an SLO, a baseline, a point meeting the SLO) is a
+    "not yet" that names what to run or pin."""
+    from results.models import Baseline
+
+    named = " / ".join(kinds)
+    sweep_fix = _submit_fix(f"Run {named} with a sweep and an SLO")
+    if not any(j.kind in kinds for j in f.ended_jobs):
+        return Verdict(
+            NOT_NEEDED,
+            f"The project ran no {named} job: serving is measured against its baseline once "
+            "it does.",
+        )
+    job = next((j for j in f.serving_jobs if j.kind in kinds), None)
+    if job is None:
+        return Verdict(
+            FAILED,
+            f"Not yet: no succeeded {named} job recorded a serving sweep (params sweep, and "
+            "an SLO: slo_ttft_ms, slo_tpot_ms or slo_e2el_ms).",
+            fix=sweep_fix,
+        )
+    serving = job.summary["serving"]
+    link = _job_link(job)
+    if not serving.get("slo"):
+        return Verdict(
+            FAILED,
+            f"Not yet: job {job.pk} set no SLO, so it counted no goodput: run the sweep with "
+            "the team's latency bounds.",
+            (link,),
+            fix=sweep_fix,
+        )
+    fingerprint = job.environment.fingerprint if job.environment else None
+    pinned = list(
+        Baseline.objects.filter(project=f.project, job__kind__in=kinds).select_related("job")
+    )
+    baseline = next((b for b in pinned if b.fingerprint == fingerprint), None)
+    if baseline is None:
+        where = (
+            f" ({len(pinned)} pinned on other machines: goodput per GPU compares on one)"
+            if pinned
+            else ""
+        )
+        return Verdict(
+            FAILED,
+            f"Not yet: no {named} baseline pinned on job {job.pk}'s machine{where}.",
+            (link,),
+            fix=Link(f"Pin job {job.pk} as the baseline", link.url),
+        )
+    base_job = baseline.job
+    base_link = _job_link(base_job, f"baseline: job {base_job.pk}")
+    evidence = (link,) if base_job.pk == job.pk else (link, base_link)
+    before = (base_job.summary or {}).get("serving")
+    if not isinstance(before, dict) or not before.get("slo"):
+        return Verdict(
+            FAILED,
+            f"Not yet: the baseline, job {base_job.pk}, recorded no serving sweep with an "
+            "SLO: pin one that did.",
+            evidence,
+            fix=Link(f"Pin job {job.pk} as the baseline", link.url),
+        )
+    unlike = [
+        what
+        for what, key in (("SLO", "slo"), ("SLO attainment", "attainment"))
+        if serving.get(key) != before.get(key)
+    ]
+    if unlike:
+        return Verdict(
+            FAILED,
+            f"Job {job.pk} and the baseline, job {base_job.pk}, differ in {', '.join(unlike)} "
+            f"({serving.get('slo')} against {before.get('slo')}): goodput compares only at "
+            "one SLO. Run the sweep with the baseline's, or pin a new baseline.",
+            evidence,
+            fix=sweep_fix,
+        )
+    now, then = slo_points(serving), slo_points(before)
+    modes = [m for m in now if m in then]
+    if not modes:
+        return Verdict(
+            FAILED,
+            f"Job {job.pk} swept {', '.join(now) or 'no mode'}, the baseline "
+            f"{', '.join(then) or 'no mode'}: no mode in common.",
+            evidence,
+            fix=sweep_fix,
+        )
+    said, short = [], []
+    for mode in modes:
+        new, old = _goodput(now[mode]), _goodput(then[mode])
+        if old is None or old <= 0:
+            short.append(mode)
+            said.append(f"{mode}: the baseline met the SLO at no load it tried")
+        elif new is None:
+            short.append(mode)
+            said.append(f"{mode}: no step met the SLO (the baseline: {old:.3g} req/s per GPU)")
+        else:
+            below = (1 - new / old) * 100
+            if below > within_pct:
+                short.append(mode)
+            said.append(
+                f"{mode}: {new:.3g} against the baseline's {old:.3g} req/s per GPU at the SLO "
+                + (f"({below:.1f} % below)" if below > 0 else f"({-below:.1f} % above)")
+            )
+    detail = "; ".join(said) + f". The bar: at most {within_pct:g} % below, in every mode."
+    if short:
+        return Verdict(
+            FAILED,
+            f"Job {job.pk} against the baseline, job {base_job.pk}: " + detail,
+            evidence,
+            fix=Link(f"Find what slowed job {job.pk}", link.url),
+        )
+    return Verdict(
+        PASSED, f"Job {job.pk} against the baseline, job {base_job.pk}: " + detail, evidence
+    )
+
+
+@dataclass(frozen=True)
+class DeclarableCheck:
+    """What the roadmap runs for a GateCheck a kind declares: its criterion's name and
+    words ({within_pct} filled from the declaration) and the check itself, which takes
+    the declaring kinds and the bound beside the facts."""
+
+    name: str
+    title: str
+    rationale: str
+    reads: str
+    check: Callable[..., Verdict]
+
+
+DECLARABLE: dict[str, DeclarableCheck] = {
+    GateCheck.SERVING_GOODPUT_NEAR_BASELINE: DeclarableCheck(
+        "serving_goodput_near_baseline",
+        "Serving goodput at the SLO within {within_pct:g} % of the baseline",
+        "A serving stack ships when it still serves at the team's latency SLO what the "
+        "pinned baseline did; a drop past the bar is a regression to find first.",
+        "the newest succeeded serving sweep of {kinds}: each mode's SLO point's goodput per "
+        "GPU; the project's pinned baseline of {kinds} on the same machine",
+        serving_goodput_near_baseline,
+    ),
+}
+
+
+def declared_criteria() -> tuple[Criterion, ...]:
+    """The criteria the kinds declare (``Kind.gate_criteria``), one per GateCheck: the
+    kinds that declare a check are the kinds it reads. Two kinds that declare one check
+    in different phases or bounds are an error at start-up, not a gate that depends on
+    which kind registered first."""
+    found: dict[str, list[tuple[str, Any]]] = {}
+    for kind in KINDS.values():
+        for declared in kind.gate_criteria:
+            found.setdefault(declared.check, []).append((kind.name, declared))
+    out = []
+    for check, declarations in found.items():
+        bounds = {(d.phase, d.within_pct) for _, d in declarations}
+        if len(bounds) > 1:
+            raise ValueError(f"kinds declare {check} with different phases or bounds: {bounds}")
+        (phase, within_pct), kinds = bounds.pop(), tuple(name for name, _ in declarations)
+        spec = DECLARABLE[check]
+        out.append(
+            Criterion(
+                spec.name,
+                phase,
+                spec.title.format(within_pct=within_pct),
+                spec.rationale,
+                spec.reads.format(kinds=" / ".join(kinds)),
+                partial(spec.check, kinds=kinds, within_pct=within_pct),
+            )
+        )
+    return tuple(out)
+
+
+BUILT_IN: tuple[Criterion, ...] = (
     Criterion(
         "scan_of_current_code",
         1,
@@ -691,6 +900,10 @@ CRITERIA: tuple[Criterion, ...] = (
         metrics_scraped,
     ),
 )
+# Every criterion, the built-in ones and those the kinds declare, each phase's in that order.
+CRITERIA: tuple[Criterion, ...] = (*BUILT_IN, *declared_criteria())
+if len({c.name for c in CRITERIA}) != len(CRITERIA):
+    raise ValueError("a declared criterion takes the name of another")
 BY_NAME = {c.name: c for c in CRITERIA}
 
 

@@ -62,7 +62,7 @@ class Reason:
     side: str  # ROCM or CUDA
     text: str
     evidence: tuple[Link, ...] = ()
-    kind: str = "scenario"  # "effort", "technology", "performance" or "scenario"
+    kind: str = "scenario"  # "effort", "technology", "performance", "serving" or "scenario"
 
 
 @dataclass
@@ -289,6 +289,80 @@ def nvidia_only_found(facts: Facts) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# A candidate that serves at least this share of the current GPU's output per GPU at the
+# SLO weighs for ROCm, as the math libraries' ratio does (0.9: within 10 %).
+SERVING_WITHIN = 0.9
+
+
+def serving_sides(facts: Facts) -> dict[str, object]:
+    """The newest serving sweep (``summary["serving"]``) of the current GPU (any vendor but
+    AMD) and of an AMD candidate, where each exists: the two the recommendation compares."""
+    sides: dict[str, object] = {}
+    for job in facts.serving_jobs:
+        env = job.environment
+        if env is None or not env.gpu_vendor or not env.gpu_model:
+            continue
+        sides.setdefault("candidate" if env.gpu_vendor.lower() == "amd" else "current", job)
+    return sides
+
+
+def _serving_reason(facts: Facts, rec: Recommendation) -> None:
+    """What the serving sweeps say, and how it weighed: the candidate's output per GPU at
+    the SLO over the current GPU's, per mode both swept (stack.inference.sweep's
+    compare_at_slo). At least SERVING_WITHIN in every mode weighs for ROCm, below it in
+    any mode against (as measured performance does); a comparison the data cannot make
+    (one side, another SLO, neither meeting it) weighs nothing and is named as missing."""
+    from stack.inference.sweep import compare_at_slo
+
+    if not facts.serving_jobs:
+        return  # the team serves no LLM here: nothing to weigh, nothing missing
+    sides = serving_sides(facts)
+    if len(sides) < 2:
+        rec.missing.append(
+            "serving sweeps of the current GPU and an AMD candidate at the same SLO "
+            f"(measured: {', '.join(sides) or 'no GPU named'})"
+        )
+        return
+    cand, cur = sides["candidate"], sides["current"]
+    names = (cand.environment.gpu_model, cur.environment.gpu_model)
+    rows = compare_at_slo(cand.summary["serving"], cur.summary["serving"], names)
+    weighed, unweighed, ratios = [], [], {}
+    for row in rows:
+        per_gpu = row.get("per_gpu") or {}
+        ratio, winner = per_gpu.get("ratio"), per_gpu.get("winner")
+        if ratio is not None:
+            ratios[row["mode"]] = round(ratio, 3)
+            weighed.append((row["mode"], ratio >= SERVING_WITHIN, row["text"]))
+        elif row.get("comparable") and winner is not None:  # only one side meets the SLO
+            weighed.append((row["mode"], winner == "a", row["text"]))
+        else:
+            unweighed.append(f"{row['mode']}: {row['text']}")
+    rec.figures["serving_ratio"] = ratios or None
+    if unweighed:
+        rec.missing.append("a serving comparison the data can make (" + "; ".join(unweighed) + ")")
+    if not weighed:
+        return
+    short = [mode for mode, holds, _ in weighed if not holds]
+    bar = f"{SERVING_WITHIN * 100:g} % of the current GPU's output per GPU"
+    how = (
+        f"weighs against ROCm: below {bar} in {', '.join(short)}"
+        if short
+        else f"weighs for ROCm: at least {bar} in every mode swept"
+    )
+    links = tuple(
+        Link(
+            f"{job.environment.gpu_model}: job {job.pk}",
+            reverse("portal:job-detail", args=[job.pk]),
+        )
+        for job in (cand, cur)
+    )
+    said = "; ".join(f"{mode}, {text.rstrip('.')}" for mode, _, text in weighed)
+    text = f"Serving sweeps, {said} ({how})."
+    rec.reasons.append(Reason(CUDA if short else ROCM, text, links, "serving"))
+    if short:
+        rec.would_change.append(f"a candidate serving at least {bar} at the SLO in every mode")
+
+
 def recommend(facts: Facts) -> Recommendation:
     project = facts.project
     context = getattr(project, "decision_context", None)
@@ -396,6 +470,8 @@ def recommend(facts: Facts) -> Recommendation:
                 "a candidate measured within 10 % of the current GPU, or a lower price"
             )
 
+    _serving_reason(facts, rec)
+
     for row in facts.checklist_rows:
         if row.answer != NO:
             continue
@@ -440,15 +516,19 @@ def _weigh(reasons: list[Reason]) -> str:
     """Effort over the window, NVIDIA-only technology or a target GPU ROCm does not support
     keeps a team on CUDA whatever else holds; ROCm needs the effort to fit, a reason to move
     (the candidate measured well, or one of the ROCm scenarios) and no "no" in the
-    checklist; anything short of that is not yet decidable."""
+    checklist; anything short of that is not yet decidable. Measurements are the math
+    libraries' ("performance") and serving at the SLO ("serving"): either one short keeps
+    the team on CUDA unless a ROCm scenario holds, whatever the other says, as a team that
+    serves LLMs is not served by fast GEMMs alone."""
     against = {r.kind for r in reasons if r.side == CUDA}
     for_rocm = {r.kind for r in reasons if r.side == ROCM}
+    measured = {"performance", "serving"}
     if against & {"effort", "technology", "hardware"}:
         return CUDA
     if "checklist" in against:
         return UNDECIDED
-    if "performance" in against and "scenario" not in for_rocm:
+    if against & measured and "scenario" not in for_rocm:
         return CUDA
-    if "effort" in for_rocm and for_rocm & {"performance", "scenario"}:
+    if "effort" in for_rocm and for_rocm & (measured | {"scenario"}):
         return ROCM
     return UNDECIDED

@@ -9,6 +9,7 @@ is named by a dotted path and imported only when a job of that kind runs.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,45 @@ class RoadmapTask:
     )
 
 
+# What a kind's own roadmap task key looks like: the Task row's key (64 characters at most).
+TASK_KEY_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class NewRoadmapTask:
+    """A roadmap task a kind brings with it (``Kind.new_roadmap_tasks``), beside the
+    built-in RoadmapTask ones: the roadmap finds it in the kinds registry and adds it to
+    every project's phase, so a kind whose work the built-in table never foresaw (serving
+    an LLM) is a task of the roadmap without an edit to roadmap/plan.py. The declaring
+    kind serves it."""
+
+    phase: int
+    key: str  # unique among all tasks, built-in or declared; never renamed (rows hold it)
+    title: str
+
+
+class GateCheck:
+    """The gate checks the roadmap runs on what a kind's jobs record, by name: a kind
+    declares a criterion as one of these (``Kind.gate_criteria``), and roadmap/criteria.py
+    holds each check's reading, so the roadmap names no kind and a check counts once a
+    kind declares it."""
+
+    # The SLO point's goodput per GPU (summary["serving"], per mode) of the newest
+    # succeeded job against the project's pinned baseline job's, within within_pct.
+    SERVING_GOODPUT_NEAR_BASELINE = "serving-goodput-near-baseline"
+    ALL = (SERVING_GOODPUT_NEAR_BASELINE,)
+
+
+@dataclass(frozen=True)
+class GateCriterion:
+    """An exit criterion of a roadmap phase that a kind declares (``Kind.gate_criteria``):
+    which GateCheck, the phase whose gate it holds, and the bound the check allows."""
+
+    phase: int
+    check: str  # a GateCheck name
+    within_pct: float = 10.0  # how far below the baseline still passes, in %
+
+
 class ParamsError(ValueError):
     """Parameters that do not fit a kind's schema.
 
@@ -119,7 +159,9 @@ class Kind:
     ``param_caps`` (parameter -> the Cap it may not exceed on this installation) and
     ``project_defaults`` (parameter -> the ProjectFact it defaults to when the job is
     for a project and does not name it), ``roadmap_tasks`` (the RoadmapTask names it
-    serves), ``example_params`` (a small first run the
+    serves), ``new_roadmap_tasks`` (tasks of its own it adds to the roadmap, and serves),
+    ``gate_criteria`` (exit criteria of its own it adds to a phase's gate),
+    ``example_params`` (a small first run the
     submit form and the API docs offer, when the defaults are a long one) and
     ``submit_default`` (the kind the submit form starts on: at most one kind, quick and
     harmless on any machine).
@@ -142,6 +184,8 @@ class Kind:
     project_defaults: Mapping[str, str] = field(default_factory=dict, hash=False)
     # The RoadmapTask names whose work a job of this kind does.
     roadmap_tasks: tuple[str, ...] = ()
+    new_roadmap_tasks: tuple[NewRoadmapTask, ...] = ()
+    gate_criteria: tuple[GateCriterion, ...] = ()
     example_params: Mapping[str, Any] | None = field(default=None, hash=False)
     submit_default: bool = False
 
@@ -150,6 +194,21 @@ class Kind:
             raise ValueError(f"kind {self.name}: phases must be among 1-4, not {self.phases}")
         if unknown := [t for t in self.roadmap_tasks if t not in RoadmapTask.ALL]:
             raise ValueError(f"kind {self.name}: roadmap_tasks {unknown} are not RoadmapTask names")
+        for task in self.new_roadmap_tasks:
+            if task.phase not in (1, 2, 3, 4) or not task.title.strip():
+                raise ValueError(f"kind {self.name}: {task} needs a phase 1-4 and a title")
+            if task.key in RoadmapTask.ALL or not TASK_KEY_PATTERN.match(task.key):
+                raise ValueError(
+                    f"kind {self.name}: new task key {task.key!r} is a built-in RoadmapTask "
+                    "name or not lowercase letters, digits and dashes (64 at most)"
+                )
+        for criterion in self.gate_criteria:
+            if criterion.phase not in (1, 2, 3, 4) or criterion.check not in GateCheck.ALL:
+                raise ValueError(
+                    f"kind {self.name}: {criterion} needs a phase 1-4 and a GateCheck name"
+                )
+            if not 0 < criterion.within_pct < 100:
+                raise ValueError(f"kind {self.name}: {criterion} needs within_pct in (0, 100)")
         # Checked here, when the registry is built, so a typo fails at start-up rather
         # than leaving a parameter silently uncapped or unfilled.
         properties = self.params_schema.get("properties", {})
@@ -164,6 +223,13 @@ class Kind:
                     raise ValueError(
                         f"kind {self.name}: {what}[{param!r}] is {name!r}, not one of {known}"
                     )
+
+    def serves(self, task_key: str) -> bool:
+        """Whether a job of this kind does that roadmap task's work: a built-in one it
+        names, or one it declared itself."""
+        return task_key in self.roadmap_tasks or any(
+            task.key == task_key for task in self.new_roadmap_tasks
+        )
 
     def load_runner(self) -> Runner:
         """Import the runner function now (the CLI calls this, the web side never needs to)."""

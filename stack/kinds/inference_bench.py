@@ -17,7 +17,7 @@ from stack.inference.external import INSTALL_HINTS as CLIENT_HINTS
 from stack.inference.presets import PRESETS
 from stack.inference.prompts import DISTRIBUTIONS
 from stack.inference.registry import NAME_PATTERN
-from stack.kinds.base import Cap, Kind
+from stack.kinds.base import Cap, GateCheck, GateCriterion, Kind, NewRoadmapTask
 from stack.runtime import RunContext, RunResult
 
 
@@ -264,6 +264,10 @@ KIND = Kind(
     runner="stack.kinds.inference_bench:run",
     needs_gpu=True,
     phases=(3, 4),
+    # No built-in roadmap task is serving an LLM: this kind adds its own, and the gate
+    # criterion that holds phase 4 to the baseline's goodput at the SLO.
+    new_roadmap_tasks=(NewRoadmapTask(3, "benchmark-serving", "Benchmark inference serving"),),
+    gate_criteria=(GateCriterion(4, GateCheck.SERVING_GOODPUT_NEAR_BASELINE, within_pct=10),),
     # The client tools the online cases drive where the image has them.
     install_hints=CLIENT_HINTS,
     param_caps={"case_timeout_s": Cap.RUN_SECONDS, "server_start_timeout_s": Cap.RUN_SECONDS},
