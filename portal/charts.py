@@ -14,6 +14,7 @@ import inspect
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -38,6 +39,10 @@ def _pygal() -> Any:
     return pygal
 
 
+# The series colours of every chart, pygal's and the plain SVG ones alike.
+_PALETTE = ("#c8102e", "#2b6cb0", "#1f8a4c", "#b7791f", "#6b46c1", "#0f766e", "#6b7385")
+
+
 @functools.cache
 def _common() -> dict[str, Any]:
     """The options every chart shares (the style needs pygal, hence a function)."""
@@ -49,7 +54,7 @@ def _common() -> dict[str, Any]:
         foreground="#1d2330",
         foreground_strong="#1d2330",
         foreground_subtle="#e2e5ea",
-        colors=("#c8102e", "#2b6cb0", "#1f8a4c", "#b7791f", "#6b46c1", "#0f766e", "#6b7385"),
+        colors=_PALETTE,
         font_family="system-ui, sans-serif",
         label_font_size=11,
         major_label_font_size=11,
@@ -427,3 +432,154 @@ def history_chart(
     if not points:
         return mark_safe("")
     return mark_safe(_history_svg(title, points, marks, steps, y_title))  # noqa: S308 - escaped above
+
+
+# A serving curve (issue 41): throughput per GPU against tokens per second per user, as
+# InferenceX draws it, a line per curve through its points in the order of their load.
+# pygal's XY draws a whisker only up and down (``ci``); a point of this curve has an
+# interval on both axes, so it is drawn here as plain SVG, in pygal's colours and fonts,
+# like the history chart. A point that breaks the SLO is hollow; the SLO point is ringed.
+_LEGEND_PER_ROW = 3
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One step of a curve: its position, each axis's 95 % interval (None: none known,
+    so no whisker is drawn on that axis), what hovering it says, and how it stands with
+    the SLO (``marked``: the SLO point; ``broke``: it failed the SLO)."""
+
+    x: float
+    y: float
+    x_span: Interval | None
+    y_span: Interval | None
+    text: str
+    marked: bool = False
+    broke: bool = False
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One line of a curve chart: its legend name, its colour (an index into the
+    palette, so two curves of one environment share it) and whether it is dashed."""
+
+    name: str
+    points: Sequence[CurvePoint]
+    colour: int = 0
+    dashed: bool = False
+
+
+def _curve_svg(title: str, curves: Sequence[Curve], x_title: str, y_title: str) -> str:
+    points = [p for curve in curves for p in curve.points]
+    xs = [v for p in points for v in (p.x, *(p.x_span or ()))]
+    ys = [v for p in points for v in (p.y, *(p.y_span or ()))]
+    x_ticks, y_ticks = nice_ticks(min(xs), max(xs)), nice_ticks(min(ys), max(ys))
+    x0, x1, y0, y1 = x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1]
+    left, right, top, bottom = 80, 730, 40, 290
+    entries = [(c.name, _PALETTE[c.colour % len(_PALETTE)], c.dashed) for c in curves]
+    marks = [("SLO point", "ring")] if any(p.marked for p in points) else []
+    marks += [("breaks the SLO", "hollow")] if any(p.broke for p in points) else []
+    rows = math.ceil((len(entries) + len(marks)) / _LEGEND_PER_ROW)
+    height = bottom + 48 + 20 * rows
+
+    def x(value: float) -> str:
+        return f"{left + (value - x0) / ((x1 - x0) or 1.0) * (right - left):.1f}"
+
+    def y(value: float) -> str:
+        return f"{bottom - (value - y0) / ((y1 - y0) or 1.0) * (bottom - top):.1f}"
+
+    text = f'font-family="{_FONT}" fill="{_INK}"'
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="curve-chart" viewBox="0 0 {_W} {height}"'
+        f' role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>',
+        f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}"'
+        ' fill="#ffffff"/>',
+        f'<text class="curve-title" x="{_W / 2}" y="22" text-anchor="middle" font-size="14"'
+        f" {text}>{escape(title)}</text>",
+        f'<text transform="translate(16 {(top + bottom) / 2}) rotate(-90)" text-anchor="middle"'
+        f' font-size="12" {text}>{escape(y_title)}</text>',
+        f'<text x="{(left + right) / 2}" y="{bottom + 34}" text-anchor="middle" font-size="12"'
+        f" {text}>{escape(x_title)}</text>",
+    ]
+    for tick in y_ticks:
+        out.append(
+            f'<line x1="{left}" x2="{right}" y1="{y(tick)}" y2="{y(tick)}" stroke="{_GRID}"/>'
+            f'<text class="y-tick" x="{left - 6}" y="{y(tick)}" dy="4" text-anchor="end"'
+            f' font-size="11" {text}>{_num(tick)}</text>'
+        )
+    for tick in x_ticks:
+        out.append(
+            f'<line x1="{x(tick)}" x2="{x(tick)}" y1="{top}" y2="{bottom}" stroke="{_GRID}"/>'
+            f'<text class="x-tick" x="{x(tick)}" y="{bottom + 16}" text-anchor="middle"'
+            f' font-size="11" {text}>{_num(tick)}</text>'
+        )
+    for curve, (name, colour, dashed) in zip(curves, entries, strict=True):
+        dash = ' stroke-dasharray="6 4"' if dashed else ""
+        if len(curve.points) > 1:
+            line = " L".join(f"{x(p.x)} {y(p.y)}" for p in curve.points)
+            out.append(
+                f'<path d="M{line}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>'
+            )
+        for p in curve.points:
+            whiskers = ""
+            if p.x_span:
+                whiskers += (
+                    f'<path class="whisker-x" d="M{x(p.x_span[0])} {y(p.y)} L{x(p.x_span[1])}'
+                    f' {y(p.y)}" stroke="{colour}"/>'
+                )
+            if p.y_span:
+                whiskers += (
+                    f'<path class="whisker-y" d="M{x(p.x)} {y(p.y_span[0])} L{x(p.x)}'
+                    f' {y(p.y_span[1])}" stroke="{colour}"/>'
+                )
+            fill = "#ffffff" if p.broke else colour
+            ring = (
+                f'<circle class="slo-point" cx="{x(p.x)}" cy="{y(p.y)}" r="8" fill="none"'
+                f' stroke="{_INK}" stroke-width="2"/>'
+                if p.marked
+                else ""
+            )
+            out.append(
+                f'<g class="curve-point" data-curve="{escape(name)}"'
+                f' data-slo="{"point" if p.marked else "broke" if p.broke else ""}">'
+                f"<title>{escape(name)}: {escape(p.text)}</title>{whiskers}"
+                f'<circle cx="{x(p.x)}" cy="{y(p.y)}" r="4" fill="{fill}" stroke="{colour}"'
+                f' stroke-width="1.5"/>{ring}</g>'
+            )
+    legend = [(name, "line", colour, dashed) for name, colour, dashed in entries]
+    legend += [(name, shape, _INK, False) for name, shape in marks]
+    for i, (name, shape, colour, dashed) in enumerate(legend):
+        lx = left + (i % _LEGEND_PER_ROW) * 220
+        ly = bottom + 56 + (i // _LEGEND_PER_ROW) * 20
+        if shape == "line":
+            dash = ' stroke-dasharray="6 4"' if dashed else ""
+            key = (
+                f'<path d="M{lx} {ly - 4} L{lx + 22} {ly - 4}" stroke="{colour}"'
+                f' stroke-width="2"{dash}/>'
+            )
+        elif shape == "ring":
+            key = (
+                f'<circle cx="{lx + 11}" cy="{ly - 4}" r="7" fill="none" stroke="{_INK}"'
+                ' stroke-width="2"/>'
+            )
+        else:
+            key = f'<circle cx="{lx + 11}" cy="{ly - 4}" r="4" fill="#ffffff" stroke="{_INK}"/>'
+        out.append(
+            f'<g class="legend">{key}<text x="{lx + 28}" y="{ly}" font-size="12" {text}>'
+            f"{escape(name)}</text></g>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def curve_chart(title: str, curves: Sequence[Curve], *, x_title: str, y_title: str) -> SafeString:
+    """Curves of points with intervals on both axes: throughput per GPU against tokens
+    per second per user, one curve per mode (and per environment on the compare page).
+
+    Both axes start at zero: the curve's shape (how much per-user speed each step of
+    throughput costs) is read against it. Whiskers span each point's 95 % interval on
+    the axes that have one. Empty (no SVG) when no curve has a point.
+    """
+    drawn = [c for c in curves if c.points]
+    if not drawn:
+        return mark_safe("")
+    return mark_safe(_curve_svg(title, drawn, x_title, y_title))  # noqa: S308 - escaped above

@@ -35,7 +35,7 @@ from jobs.models import IllegalTransition, Job
 from portal.charts import history_chart, job_charts, time_chart
 from portal.comparison import CHARTS_OPEN, ROWS_PER_PAGE, compare_charts, short_labels
 from portal.forms import JobSubmitForm, ProjectForm, param_fields
-from portal.kinds import presenter_for, project_steps
+from portal.kinds import compare_sections, presenter_for, project_steps
 from portal.measurements import PER_PAGE, csv_response, json_response, without_samples
 from portal.porting import (
     COLUMN_TITLES,
@@ -760,6 +760,10 @@ def compare_page(request: HttpRequest) -> HttpResponse:
             "query_string": urlencode(query.params()),
             "charts": charts[:CHARTS_OPEN],
             "more_charts": charts[CHARTS_OPEN:],
+            # what a kind's presenter adds (the serving curves of inference-bench jobs)
+            "kind_sections": compare_sections(
+                [c.job for c in sorted(comparison.columns, key=lambda c: not c.is_baseline)]
+            ),
         }
     )
     return render(request, "portal/compare.html", context)

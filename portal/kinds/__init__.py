@@ -8,6 +8,8 @@ ask ``presenter_for(kind)`` and never name a kind.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from portal.kinds import (
     blas_bench,
     collective_bench,
@@ -20,6 +22,9 @@ from portal.kinds import (
 )
 from portal.kinds.base import Presenter, ProjectStep
 from stack.kinds import KINDS
+
+if TYPE_CHECKING:
+    from jobs.models import Job
 
 _MODULES = (
     blas_bench,
@@ -34,7 +39,14 @@ _MODULES = (
 
 PRESENTERS: dict[str, Presenter] = {m.PRESENTER.kind.name: m.PRESENTER for m in _MODULES}
 
-__all__ = ["PRESENTERS", "Presenter", "ProjectStep", "presenter_for", "project_steps"]
+__all__ = [
+    "PRESENTERS",
+    "Presenter",
+    "ProjectStep",
+    "compare_sections",
+    "presenter_for",
+    "project_steps",
+]
 
 
 def presenter_for(kind: str) -> Presenter:
@@ -46,3 +58,18 @@ def project_steps() -> list[Presenter]:
     """The presenters of the kinds a project page starts with one click, in their order."""
     stepped = [p for p in PRESENTERS.values() if p.step is not None]
     return sorted(stepped, key=lambda p: p.step.order)  # type: ignore[union-attr]
+
+
+def compare_sections(jobs: list[Job]) -> list[dict[str, Any]]:
+    """The compare page's kind-specific sections: one per kind whose presenter has one,
+    given that kind's jobs in the page's order (the baseline first), and only where it
+    has something to show. So the compare page never names a kind."""
+    by_kind: dict[str, list[Job]] = {}
+    for job in jobs:
+        by_kind.setdefault(job.kind, []).append(job)
+    sections = []
+    for kind, kind_jobs in by_kind.items():
+        presenter = presenter_for(kind)
+        if presenter.compare_partial and (found := presenter.compare_context(kind_jobs)):
+            sections.append({"partial": presenter.compare_partial, "kind": kind, **found})
+    return sections

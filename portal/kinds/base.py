@@ -37,12 +37,15 @@ class Presenter:
     """How the pages show jobs of one kind; the defaults show nothing special.
 
     ``partial``: a template included in the job page (its context is the page's:
-    ``job``, ``measurements``, …, and what ``context`` adds); ``step``: the project
-    page's button for the kind.
+    ``job``, ``measurements``, …, and what ``context`` adds); ``compare_partial``: one
+    included in the compare page when it compares jobs of the kind (it reads
+    ``section``: what ``compare_context`` returns); ``step``: the project page's button
+    for the kind.
     A kind that draws charts subclasses this and overrides ``charts``.
     """
 
     partial: str | None = None
+    compare_partial: str | None = None
     step: ProjectStep | None = None
 
     def __init__(
@@ -62,6 +65,11 @@ class Presenter:
         """What the kind's partial reads beyond the page's own context (judged from the
         job, read from its artifacts, paged by the request's query); none by default."""
         return {}
+
+    def compare_context(self, jobs: list[Job]) -> dict[str, Any] | None:
+        """The compare page's section for the kind's jobs compared, the baseline first;
+        None: nothing to show (the default, and where the jobs hold nothing comparable)."""
+        return None
 
     def charts(self, job: Job) -> list[SafeString]:
         """The charts the job page draws from the job's results."""

@@ -1,6 +1,15 @@
-"""inference-bench on the job page: the model served, a row per case (mode and
-concurrency) with its latency percentiles, throughputs, memory and tokens per joule, and
-charts of TTFT, TPOT and output throughput against concurrency, a line per mode."""
+"""inference-bench on the pages.
+
+The job page: the model served, a row per case (mode and concurrency) with its latency
+percentiles, throughputs, memory and tokens per joule, charts of TTFT, TPOT and output
+throughput against concurrency (a line per mode), and the serving curve (throughput per
+GPU against tokens per second per user, the SLO point marked) beside what the
+workload's KV cache needs paged and contiguous.
+
+The compare page: the curves of the inference-bench jobs compared, overlaid, and
+stack.inference.sweep.compare_at_slo's statement per mode of which serves more at the
+SLO, per GPU and per joule, each job against the baseline.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +20,9 @@ from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
 from jobs.models import Job
-from portal.charts import xy_chart
+from portal.charts import Curve, CurvePoint, curve_chart, xy_chart
 from portal.kinds.base import Presenter
+from stack.inference.sweep import compare_at_slo
 from stack.kinds.inference_bench import KIND
 
 GIB = 2**30
@@ -142,6 +152,223 @@ def _series(cases: list[dict], metric: str, quantiles: tuple[str, ...]) -> dict:
     return series
 
 
+# -- the serving curve -------------------------------------------------------------------
+
+CURVE_X = "tokens/s per user (1 / TPOT, median)"
+CURVE_Y = "output tokens/s per GPU"
+_SLO_BOUNDS = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2el_ms", "E2EL"))
+
+
+def serving_of(summary: Any) -> dict[str, Any]:
+    """The summary's ``serving`` (the sweep's curves), or {} where the job has none."""
+    serving = summary.get("serving") if isinstance(summary, dict) else None
+    if not isinstance(serving, dict) or not isinstance(serving.get("curves"), list):
+        return {}
+    return serving
+
+
+def _curve_slo(serving: dict[str, Any], curve: dict[str, Any]) -> dict[str, Any]:
+    """The bounds a curve was held to: its own (offline keeps only the TPOT bound, as
+    no request waits in a queue there), else the sweep's."""
+    slo = curve.get("slo", serving.get("slo"))
+    return slo if isinstance(slo, dict) else {}
+
+
+def slo_text(serving: dict[str, Any], curve: dict[str, Any] | None = None) -> str:
+    """The SLO as a sentence: "TTFT ≤ 2,000 ms, TPOT ≤ 100 ms for 90 % of requests";
+    blank without one (the curve's marked point is then simply its peak). With a
+    ``curve``: the bounds that curve was held to."""
+    slo = _curve_slo(serving, curve or {})
+    bounds = [
+        f"{name} ≤ {bound:,g} ms" for key, name in _SLO_BOUNDS if (bound := _number(slo.get(key)))
+    ]
+    if not bounds:
+        return ""
+    share = _number(serving.get("attainment"))
+    return ", ".join(bounds) + (f" for {share * 100:g} % of requests" if share else "")
+
+
+def _span(interval: Any) -> tuple[float | None, tuple[float, float] | None]:
+    """An interval dict's value and its (low, high), None where a bound is missing."""
+    interval = interval if isinstance(interval, dict) else {}
+    low, high = _number(interval.get("low")), _number(interval.get("high"))
+    span = (low, high) if low is not None and high is not None else None
+    return _number(interval.get("value")), span
+
+
+def load_text(point: dict[str, Any], load: str) -> str:
+    """The load a point ran at: "concurrency 8" or "2 req/s"."""
+    if load == "rate" and _number(point.get("rate")) is not None:
+        return f"{figure(point['rate'])} req/s"
+    return f"concurrency {point.get('concurrency')}"
+
+
+def point_text(point: dict[str, Any], load: str) -> str:
+    """What hovering a point says: its load, both figures with their intervals, and
+    how it stands with the SLO."""
+    parts = [load_text(point, load)]
+    for key, unit in (
+        ("throughput_per_gpu", "tok/s per GPU"),
+        ("tokens_per_s_per_user", "tok/s per user"),
+    ):
+        value, span = _span(point.get(key))
+        bounds = f" [{figure(span[0])}, {figure(span[1])}]" if span else ""
+        parts.append(f"{figure(value)}{bounds} {unit}")
+    share = _number(point.get("slo_share"))
+    if share is not None:
+        parts.append(f"{share * 100:.0f} % of requests kept the SLO")
+    if _number(point.get("tokens_per_joule")) is not None:
+        parts.append(f"{figure(point['tokens_per_joule'])} tok/J")
+    return ", ".join(parts)
+
+
+def curves(serving: dict[str, Any], name: str = "", colour: int | None = None) -> list[Curve]:
+    """The chart's curves of one job's sweep, one per mode. ``name`` prefixes each
+    curve's legend (the environment, on the compare page); ``colour`` gives all of them
+    one colour, the modes then told apart by a dashed online line."""
+    drawn = []
+    for i, curve in enumerate(c for c in serving.get("curves", []) if isinstance(c, dict)):
+        marked = bool(_curve_slo(serving, curve))  # without one the marked point is a peak
+        load = str(curve.get("load") or "concurrency")
+        points = []
+        for j, point in enumerate(p for p in curve.get("points") or [] if isinstance(p, dict)):
+            y, y_span = _span(point.get("throughput_per_gpu"))
+            x, x_span = _span(point.get("tokens_per_s_per_user"))
+            if x is None or y is None:
+                continue  # a step that served nothing has no place on the curve
+            points.append(
+                CurvePoint(
+                    x, y, x_span, y_span, point_text(point, load),
+                    marked=marked and j == curve.get("slo_point"),
+                    broke=point.get("meets_slo") is False,
+                )
+            )  # fmt: skip
+        mode = str(curve.get("mode") or "?")
+        drawn.append(
+            Curve(
+                f"{name} {mode}".strip(),
+                points,
+                colour=i if colour is None else colour,
+                dashed=colour is not None and mode == "online",
+            )
+        )
+    return drawn
+
+
+def serving_chart(title: str, drawn: list[Curve]) -> SafeString:
+    """The curve chart with the axes every serving curve shares."""
+    return curve_chart(title, drawn, x_title=CURVE_X, y_title=CURVE_Y)
+
+
+def stops(serving: dict[str, Any]) -> list[dict[str, str]]:
+    """Per mode: where its SLO point is and why its sweep stopped, as the page says it."""
+    out = []
+    for curve in serving.get("curves", []):
+        if not isinstance(curve, dict):
+            continue
+        load = str(curve.get("load") or "concurrency")
+        points = [p for p in curve.get("points") or [] if isinstance(p, dict)]
+        index = curve.get("slo_point")
+        best = points[index] if isinstance(index, int) and 0 <= index < len(points) else None
+        stopped = curve.get("stopped") if isinstance(curve.get("stopped"), dict) else {}
+        held_to = slo_text(serving, curve)
+        out.append(
+            {
+                "mode": str(curve.get("mode") or "?"),
+                # a mode held to fewer bounds than the team's SLO says so beside its name
+                "held_to": held_to if held_to != slo_text(serving) else "",
+                "marked_as": "SLO point" if held_to else "peak",
+                "slo_point": point_text(best, load) if best else "",
+                "stopped": str(stopped.get("reason") or ""),
+            }
+        )
+    return out
+
+
+def _size(value: Any) -> str:
+    """Bytes in the unit that reads best: "1.25 MiB", "384 KiB"; blank where absent."""
+    number = _number(value)
+    if number is None:
+        return ""
+    for unit, scale in (("GiB", GIB), ("MiB", 2**20), ("KiB", 2**10)):
+        if number >= scale:
+            return f"{figure(number / scale)} {unit}"
+    return f"{figure(number)} bytes"
+
+
+def kv_memory(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The workload's KV cache per request, contiguous against paged, and the batch each
+    allows in the GPU's free memory (blank off a GPU); None where the run has no figures."""
+    memory = summary.get("memory") if isinstance(summary.get("memory"), dict) else {}
+    found = memory.get("paged_vs_contiguous")
+    if not isinstance(found, dict) or not isinstance(found.get("request_bytes"), dict):
+        return None
+    sizes = found["request_bytes"]
+    batch = found.get("batch") if isinstance(found.get("batch"), dict) else {}
+    longest = _count(found.get("model_max_len"))
+    named = (
+        ("contiguous_model_max", f"Contiguous, the model's maximum length ({longest} tokens)"),
+        ("contiguous_longest", "Contiguous, the workload's longest request"),
+        ("paged", f"Paged ({_count(found.get('block_size'))}-token blocks)"),
+        ("exact", "Exact: the tokens each request holds"),
+    )  # fmt: skip
+    saving = _number(found.get("paged_saving"))
+    return {
+        "rows": [
+            {
+                "key": key,
+                "what": what,
+                "bytes": _size(sizes.get(key)),
+                "batch": _count(batch.get(key)),
+            }
+            for key, what in named
+            if key in sizes
+        ],
+        "saving": f"{saving * 100:.0f} %" if saving is not None else "",
+        "any_batch": any(_number(batch.get(key)) is not None for key, _ in named),
+    }
+
+
+def _environment_name(job: Job) -> str:
+    """A job's machine as the compare page names it: its GPU model, else the device the
+    run served on (a CPU run has no GPU)."""
+    env = job.environment
+    if env is not None and env.gpu_model:
+        return str(env.gpu_model)
+    device = (job.summary or {}).get("device") if isinstance(job.summary, dict) else None
+    return str(device.get("name") or "no GPU") if isinstance(device, dict) else "no GPU"
+
+
+def environment_names(jobs: list[Job]) -> list[str]:
+    """Each job named by its environment ("H200", "MI300X"); two jobs on one kind of
+    machine are told apart by their numbers ("H200 #12", "H200 #14")."""
+    names = [_environment_name(job) for job in jobs]
+    return [
+        f"{name} #{job.pk}" if names.count(name) > 1 else name
+        for name, job in zip(names, jobs, strict=True)
+    ]
+
+
+def _statement(row: dict[str, Any]) -> dict[str, Any]:
+    """One compare_at_slo statement as the page prints it: its sentence, then the per
+    GPU and per joule readings the sentence does not already say."""
+    text = str(row.get("text") or "")
+    details = []
+    for key, what in (("per_gpu", "per GPU"), ("per_joule", "per joule")):
+        part = row.get(key)
+        said = part.get("text") if isinstance(part, dict) else None
+        if said and said not in text:
+            details.append({"what": what, "text": said, "winner": part.get("winner") or ""})
+    per_gpu = row.get("per_gpu") if isinstance(row.get("per_gpu"), dict) else {}
+    return {
+        "mode": row.get("mode"),
+        "comparable": bool(row.get("comparable")),
+        "text": text,
+        "details": details,
+        "winner": per_gpu.get("winner") or "",
+    }
+
+
 CHARTS = (
     # (title, stats key, percentiles ("" = the value itself), y axis)
     ("Time to first token (TTFT)", "ttft_ms", ("p50", "p90", "p99"), "TTFT (ms)"),
@@ -152,6 +379,7 @@ CHARTS = (
 
 class InferenceBenchPresenter(Presenter):
     partial = "portal/kinds/inference_bench.html"
+    compare_partial = "portal/kinds/inference_bench_compare.html"
 
     def context(self, job: Job, request: HttpRequest | None = None) -> dict[str, Any]:
         summary = job.summary if isinstance(job.summary, dict) else {}
@@ -165,6 +393,57 @@ class InferenceBenchPresenter(Presenter):
             "inference_engine": " ".join(
                 str(summary[k]) for k in ("engine", "engine_version") if summary.get(k)
             ),
+            "serving": self._serving(job, summary),
+            "kv_memory": kv_memory(summary),
+        }
+
+    def _serving(self, job: Job, summary: dict) -> dict[str, Any] | None:
+        """The job page's serving curve, its SLO and where each mode stopped."""
+        serving = serving_of(summary)
+        drawn = curves(serving)
+        if not any(c.points for c in drawn):
+            return None
+        return {
+            "chart": serving_chart(f"Serving curve: job #{job.pk}", drawn),
+            "slo": slo_text(serving),
+            "stops": stops(serving),
+        }
+
+    def compare_context(self, jobs: list[Job]) -> dict[str, Any] | None:
+        """The compare page's serving section: the sweeps' curves overlaid, a colour per
+        environment, and each job's statements at the SLO against the first (the
+        baseline). None when fewer than two of the jobs ran a sweep."""
+        swept = [(job, serving_of(job.summary)) for job in jobs]
+        swept = [(job, serving) for job, serving in swept if serving.get("curves")]
+        if len(swept) < 2:
+            return None
+        names = environment_names([job for job, _ in swept])
+        (base, base_serving), base_name = swept[0], names[0]
+        drawn = [
+            curve
+            for i, ((_, serving), name) in enumerate(zip(swept, names, strict=True))
+            for curve in curves(serving, name, colour=i)
+        ]
+        comparisons = [
+            {
+                "job": job,
+                "name": name,
+                "base": base,
+                "base_name": base_name,
+                "statements": [
+                    _statement(row)
+                    for row in compare_at_slo(serving, base_serving, (name, base_name))
+                ],
+            }
+            for (job, serving), name in zip(swept[1:], names[1:], strict=True)
+        ]
+        return {
+            "chart": serving_chart("Serving curves at the SLO", drawn),
+            "jobs": [
+                {"job": job, "name": name, "slo": slo_text(serving)}
+                for (job, serving), name in zip(swept, names, strict=True)
+            ],
+            "comparisons": comparisons,
         }
 
     def charts(self, job: Job) -> list[SafeString]:

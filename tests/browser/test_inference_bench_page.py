@@ -1,15 +1,21 @@
 """An inference-bench job page in Chromium, on the result of a real CPU run: the model card,
 the case table and the three charts drawn, under the strict CSP with no violation and no
-console error."""
+console error; and a real sweep's serving curve on its job page and, run on two
+machines, on the compare page with the statements at the SLO.
+``ROCPATH_SCREENSHOTS=DIR`` keeps screenshots of the curve and the comparison."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
 from teams.choices import Role
 from tests.browser.steps import sign_in, watch
 from tests.browser.test_csp import WATCH
-from tests.factories import add_member, make_team, make_user
+from tests.factories import add_member, make_environment, make_team, make_user
+from tests.portal.test_inference_bench_curve import SWEEP
 from tests.portal.test_inference_bench_page import CASES, run_inference_bench, store
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
@@ -64,3 +70,57 @@ def test_the_inference_bench_page_draws_its_table_and_charts_with_no_csp_violati
     assert policies and all("script-src 'self'" in p for p in policies), policies
     assert violations == [], violations
     assert [m for m in console if m.startswith("error:")] == [] and errors == [], (console, errors)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> dict:
+    return run_inference_bench(tmp_path_factory.mktemp("sweep"), SWEEP)
+
+
+def _keep(page, name: str) -> None:
+    if folder := os.environ.get("ROCPATH_SCREENSHOTS"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def test_the_serving_curve_and_its_comparison_draw_with_no_csp_violation(page, swept):
+    team = make_team("Serving")
+    user = make_user("grace", password="correct horse battery")
+    add_member(team, user, Role.MEMBER)
+    jobs = []
+    for gpu, vendor in (("H200", "nvidia"), ("MI300X", "amd")):  # one sweep, shown as two machines'
+        job = store(team, swept, SWEEP)
+        job.environment = make_environment(gpu, vendor)
+        job.save(update_fields=["environment"])
+        jobs.append(job)
+    seen = watch(page, WATCH)
+
+    sign_in(page, "grace", "correct horse battery")
+    page.goto(f"/jobs/{jobs[0].pk}/")
+    curve = page.locator("#serving svg.curve-chart")
+    curve.wait_for()
+    box = curve.bounding_box()
+    assert box and box["width"] > 300 and box["height"] > 150
+    modes = [c["mode"] for c in swept["summary"]["serving"]["curves"]]
+    assert page.locator("#serving .serving-stops li").count() == len(modes)
+    assert page.locator("#kv-memory tbody tr").count() == 4
+    assert page.locator("#paged-saving").is_visible()
+    _keep(page, "inference-serving-curve")
+    violations = page.evaluate("window.__csp || []")  # gathered afresh on each page
+
+    page.goto(f"/compare/?jobs={jobs[0].pk},{jobs[1].pk}")
+    section = page.locator("#serving-comparison")
+    section.wait_for()
+    statements = section.locator(".slo-statement")
+    assert statements.count() == len(modes)
+    for i in range(statements.count()):
+        assert statements.nth(i).is_visible() and "MI300X" in statements.nth(i).inner_text()
+    legend = section.locator("svg.curve-chart .legend text").all_text_contents()
+    assert {f"{gpu} {mode}" for gpu in ("H200", "MI300X") for mode in modes} <= set(legend)
+    _keep(page, "inference-serving-compare")
+
+    violations += page.evaluate("window.__csp || []")
+    assert seen.policies and all("script-src 'self'" in p for p in seen.policies)
+    assert violations == [], violations
+    errors = [m for m in seen.console if m.startswith("error:")]
+    assert errors == [] and seen.errors == [], (seen.console, seen.errors)

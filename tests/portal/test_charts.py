@@ -1,7 +1,7 @@
 import re
 from datetime import UTC, datetime, timedelta
 
-from portal.charts import history_chart, time_chart, xy_chart
+from portal.charts import Curve, CurvePoint, curve_chart, history_chart, time_chart, xy_chart
 
 
 def test_an_xy_chart_is_inline_svg_with_every_series_and_no_script():
@@ -66,3 +66,45 @@ def test_a_short_history_keeps_a_dot_per_run_with_its_value_on_hover():
     svg = history_chart("gemm · throughput", points, [], y_title="TFLOP/s")
     assert svg.count("<circle") == 40 and "<title>2026-11-01 01:00: 101</title>" in svg
     assert "segment median" not in svg  # one segment: its median line would say nothing
+
+
+def _curve_point(x: float, y: float, **fields) -> CurvePoint:
+    return CurvePoint(x, y, fields.pop("x_span", None), fields.pop("y_span", None), **fields)
+
+
+def test_a_curve_point_has_a_whisker_on_each_axis_that_has_an_interval_and_none_elsewhere():
+    svg = curve_chart(
+        "Serving <curve>",
+        [
+            Curve(
+                "offline <H200>",
+                [
+                    _curve_point(
+                        40.0, 300.0, x_span=(38.0, 43.0), y_span=(280.0, 320.0), text="c 1"
+                    ),
+                    _curve_point(25.0, 800.0, y_span=(790.0, 830.0), text="c 8", marked=True),
+                    _curve_point(9.0, 810.0, text="c 16", broke=True),
+                ],
+            )
+        ],
+        x_title="tokens/s per user",
+        y_title="output tokens/s per GPU",
+    )
+    assert svg.startswith("<svg") and "<script" not in svg and "<style" not in svg
+    assert "Serving &lt;curve&gt;" in svg and "offline &lt;H200&gt;" in svg
+    drawn = re.findall(r'<g class="curve-point" data-curve="[^"]*" data-slo="(\w*)">(.*?)</g>', svg)
+    assert [slo for slo, _ in drawn] == ["", "point", "broke"]
+    (_, first), (_, marked), (_, broke) = drawn
+    assert "whisker-x" in first and "whisker-y" in first
+    assert "whisker-x" not in marked and "whisker-y" in marked and 'class="slo-point"' in marked
+    assert "whisker" not in broke and 'fill="#ffffff"' in broke  # hollow: it broke the SLO
+    assert "<title>offline &lt;H200&gt;: c 8</title>" in marked
+    assert "SLO point" in svg and "breaks the SLO" in svg  # the legend explains both marks
+    # both axes from zero up past the highest whisker
+    ys = [float(t) for t in re.findall(r'class="y-tick"[^>]*>([\d.]+)<', svg)]
+    xs = [float(t) for t in re.findall(r'class="x-tick"[^>]*>([\d.]+)<', svg)]
+    assert ys[0] == xs[0] == 0 and ys[-1] >= 830 and xs[-1] >= 43
+
+
+def test_a_curve_chart_with_no_point_is_empty_rather_than_an_empty_frame():
+    assert curve_chart("Serving", [Curve("online", [])], x_title="x", y_title="y") == ""

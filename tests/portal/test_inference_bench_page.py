@@ -41,9 +41,9 @@ PARAMS = {
 CASES = [("offline", 1), ("offline", 4), ("online", 1), ("online", 4)]
 
 
-def run_inference_bench(folder: Path) -> dict:
-    """The result.json of a real inference-bench run on the CPU (~15 s)."""
-    (folder / "params.json").write_text(json.dumps(PARAMS))
+def run_inference_bench(folder: Path, params: dict = PARAMS) -> dict:
+    """The result.json of a real inference-bench run on the CPU (~15 s with PARAMS)."""
+    (folder / "params.json").write_text(json.dumps(params))
     out = folder / "out"
     done = subprocess.run(
         [sys.executable, "-m", "stack", "run", KIND.name, "--params", str(folder / "params.json"),
@@ -56,9 +56,9 @@ def run_inference_bench(folder: Path) -> dict:
     return document
 
 
-def store(team, document: dict) -> Job:
+def store(team, document: dict, params: dict = PARAMS) -> Job:
     """A job of the team that ran and handed back ``document``: stored by the worker's ingest."""
-    job = make_job(team, kind=KIND.name, status=JobStatus.RUNNING, worker="w@h", params=PARAMS)
+    job = make_job(team, kind=KIND.name, status=JobStatus.RUNNING, worker="w@h", params=params)
     ingest_result(job, document, None, exit_code=0)
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
