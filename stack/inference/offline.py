@@ -13,6 +13,7 @@ allocator saw it take.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,6 +70,37 @@ def _cache_of(manager: Any) -> CacheInfo:
     )
 
 
+class BlocksInUse:
+    """The most cache blocks the engine held at once, polled from a thread: what the paged
+    cache really used, set beside what a contiguous one would reserve
+    (runner.paged_vs_contiguous). Polled every ``every_s``; a peak shorter than that can be
+    missed, so the figure is a lower bound. None where the engine shows no block count."""
+
+    def __init__(self, manager: Any, every_s: float = 0.005) -> None:
+        self._manager = manager
+        self._every = every_s
+        self._stop = threading.Event()
+        self.peak: int | None = None
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            processor = getattr(self._manager, "batch_processor", None)
+            cache = getattr(processor, "cache", None)
+            if hasattr(cache, "get_num_free_blocks"):
+                used = cache.num_blocks - cache.get_num_free_blocks()
+                self.peak = max(self.peak or 0, used)
+            self._stop.wait(self._every)
+
+    def __enter__(self) -> BlocksInUse:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def cb_config(
     concurrency: int,
     block_size: int,
@@ -112,7 +144,6 @@ def run_case(
     generation = GenerationConfig(do_sample=False, eos_token_id=-1, pad_token_id=0)
     config = cb_config(concurrency, block_size, num_blocks, max_batch_tokens, cuda_graphs)
     before = torch.cuda.memory_allocated() if cuda else None
-    records: dict[str, RequestRecord] = {}
     with model.continuous_batching_context_manager(
         generation_config=generation,
         continuous_batching_config=config,
@@ -123,40 +154,49 @@ def run_case(
         if on_start is not None:
             on_start()  # an independent clock's mark (bench/inference_validate.py)
         began = time.perf_counter()
-        for i, (ids, n) in enumerate(zip(prompts, max_tokens, strict=True)):
-            rid = f"r{i}"
-            records[rid] = RequestRecord(start=time.perf_counter(), input_len=len(ids))
-            added = manager.add_request(
-                ids, request_id=rid, max_new_tokens=n, record_timestamps=True
-            )
-            if added is None:  # the engine dropped it (it accepts no more): no answer comes
-                records[rid].error = "the engine refused the request"
-        left = {rid for rid, r in records.items() if r.error is None}
-        deadline, stopped = began + timeout_s, False
-        while left and time.perf_counter() < deadline:
-            result = manager.get_result(timeout=1)
-            if result is None:
-                if not manager.is_running():
-                    stopped = True
-                    break
-                continue
-            if not result.is_finished() or result.request_id not in left:
-                continue
-            left.discard(result.request_id)
-            record = records[result.request_id]
-            record.start = result.created_time
-            record.token_times = list(result.timestamps or [])
-            record.output_len = len(result.generated_tokens)
-            record.error = result.error
-        for rid in left:
-            records[rid].error = (
-                "the engine stopped before answering"
-                if stopped
-                else "no answer before the case's time limit"
-            )
+        with BlocksInUse(manager) as in_use:
+            records = _serve(manager, prompts, max_tokens, began, timeout_s)
         cache = _cache_of(manager)
+        cache.extra["peak_blocks_in_use"] = in_use.peak
         if cuda and before is not None:
             cache.allocator_bytes = torch.cuda.memory_allocated() - before
     done = [r.token_times[-1] for r in records.values() if r.token_times]
     duration = (max(done) - began) if done else time.perf_counter() - began
     return list(records.values()), duration, cache
+
+
+def _serve(
+    manager: Any, prompts: list[list[int]], max_tokens: list[int], began: float, timeout_s: float
+) -> dict[str, RequestRecord]:
+    """Hand every prompt to the engine and collect its answers (or why none came)."""
+    records: dict[str, RequestRecord] = {}
+    for i, (ids, n) in enumerate(zip(prompts, max_tokens, strict=True)):
+        rid = f"r{i}"
+        records[rid] = RequestRecord(start=time.perf_counter(), input_len=len(ids))
+        added = manager.add_request(ids, request_id=rid, max_new_tokens=n, record_timestamps=True)
+        if added is None:  # the engine dropped it (it accepts no more): no answer comes
+            records[rid].error = "the engine refused the request"
+    left = {rid for rid, r in records.items() if r.error is None}
+    deadline, stopped = began + timeout_s, False
+    while left and time.perf_counter() < deadline:
+        result = manager.get_result(timeout=1)
+        if result is None:
+            if not manager.is_running():
+                stopped = True
+                break
+            continue
+        if not result.is_finished() or result.request_id not in left:
+            continue
+        left.discard(result.request_id)
+        record = records[result.request_id]
+        record.start = result.created_time
+        record.token_times = list(result.timestamps or [])
+        record.output_len = len(result.generated_tokens)
+        record.error = result.error
+    for rid in left:
+        records[rid].error = (
+            "the engine stopped before answering"
+            if stopped
+            else "no answer before the case's time limit"
+        )
+    return records

@@ -558,6 +558,12 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                 kv_per_token,
                 room.get("free_after_weights_bytes"),
             ),
+            "paged_in_use": paged_in_use(
+                cases,
+                kv_per_token,
+                int(config.get("max_position_embeddings") or longest),
+                longest,
+            ),
         },
         "workload": {
             "requests": n,
@@ -682,6 +688,32 @@ def paged_vs_contiguous(
         "batch": {k: batch_in(free, v) for k, v in per_request.items()},
         "paged_saving": 1 - per_request["paged"] / per_request["contiguous_model_max"],
     }
+
+
+def paged_in_use(
+    cases: list[dict[str, Any]], kv_per_token: int, max_len: int, longest: int
+) -> list[dict[str, Any]]:
+    """What the paged cache held at its fullest in each offline case (blocks the engine
+    had handed out, polled), beside what a contiguous cache reserves for as many requests
+    in flight: the PagedAttention claim measured, not computed from lengths."""
+    out = []
+    for case in cases:
+        cache = case.get("cache") or {}
+        peak, block = cache.get("peak_blocks_in_use"), cache.get("block_size")
+        if case["mode"] != "offline" or not peak or not block:
+            continue
+        per_token = cache.get("engine_kv_bytes_per_token") or kv_per_token
+        in_flight = case["concurrency"]
+        out.append(
+            {
+                "concurrency": in_flight,
+                "peak_blocks": peak,
+                "paged_bytes": peak * block * per_token,
+                "contiguous_model_max_bytes": in_flight * max_len * per_token,
+                "contiguous_longest_bytes": in_flight * longest * per_token,
+            }
+        )
+    return out
 
 
 def _decoded(folder: Any, prompts: list[list[int]]) -> list[str]:

@@ -184,6 +184,12 @@ def test_the_summary_sets_the_workloads_paged_cache_beside_a_contiguous_one(tmp_
     assert figures["model_max_len"] == 4096  # tiny-llama's max_position_embeddings
     assert figures["request_bytes"]["contiguous_model_max"] == kv * 4096
     assert figures["request_bytes"]["paged"] < figures["request_bytes"]["contiguous_longest"]
+    (use,) = result["summary"]["memory"]["paged_in_use"]
+    (case,) = result["summary"]["cases"]
+    # the blocks the engine held at its fullest, polled: two requests of 14-54 tokens
+    assert 2 <= use["peak_blocks"] <= min(case["cache"]["num_blocks"], 2 * 4)
+    assert use["paged_bytes"] == use["peak_blocks"] * 16 * kv
+    assert use["contiguous_model_max_bytes"] == 2 * 4096 * kv
 
 
 @pytest.mark.process
