@@ -258,7 +258,11 @@ KIND = Kind(
         "requests": 16,
         "input_len": 64,
         "output_len": 16,
-        "concurrency": [1, 4],
+        # a sweep under an SLO: the roadmap's "Benchmark inference serving" asks for a curve
+        "concurrency": [1],
+        "sweep": "concurrency",
+        "slo_ttft_ms": 2000,
+        "slo_tpot_ms": 100,
     },
     default_timeout_s=7200,
     runner="stack.kinds.inference_bench:run",
