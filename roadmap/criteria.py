@@ -678,15 +678,19 @@ def serving_goodput_near_baseline(
         )
     unlike = [
         what
-        for what, key in (("SLO", "slo"), ("SLO attainment", "attainment"))
+        for what, key in (
+            ("SLO", "slo"),
+            ("SLO attainment", "attainment"),
+            ("workload (model, dtype, lengths, requests)", "workload"),
+        )
         if serving.get(key) != before.get(key)
     ]
     if unlike:
         return Verdict(
             FAILED,
-            f"Job {job.pk} and the baseline, job {base_job.pk}, differ in {', '.join(unlike)} "
-            f"({serving.get('slo')} against {before.get('slo')}): goodput compares only at "
-            "one SLO. Run the sweep with the baseline's, or pin a new baseline.",
+            f"Job {job.pk} and the baseline, job {base_job.pk}, differ in {', '.join(unlike)}: "
+            "goodput compares only at one SLO on one workload. Run the sweep with the "
+            "baseline's, or pin a new baseline.",
             evidence,
             fix=sweep_fix,
         )

@@ -136,6 +136,15 @@ def test_a_sweep_at_another_slo_is_not_compared_with_the_baseline(project, docum
     assert v.status == FAILED and "differ in SLO" in v.detail
 
 
+def test_a_sweep_of_another_workload_is_not_compared_with_the_baseline(project, document, h100):
+    pin(on_gpu(ingest(project, document), h100))
+    longer = copy.deepcopy(document["summary"]["serving"]["workload"])
+    longer["input"] = "fixed:4096"
+    on_gpu(ingest(project, scaled(document, 2.0, workload=longer)), h100)
+    v = verdict(project)
+    assert v.status == FAILED and "differ in workload" in v.detail
+
+
 def serving_reason(project):
     rec = recommend(Facts(project))
     return rec, next((r for r in rec.reasons if r.kind == "serving"), None)
