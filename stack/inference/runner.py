@@ -384,6 +384,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             # Which client loads the server is settled before the server starts: a tool
             # asked for by name and absent fails the online cases without one.
             client = external.resolve_client(params.get("client", "auto"))
+            sweeps["online"].client = client
             ctx.emit.progress(50, f"starting transformers serve (load from {client})")
             scratch = tempfile.TemporaryDirectory(prefix="rocpath-served-")  # WORK is read-only
             served = spec.path or models.write_served_folder(spec, Path(scratch.name), dtype)
@@ -583,6 +584,7 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                 "input": input_lengths.label(),
                 "output": output_lens.label(),
                 "requests": n,
+                "request_rate": params["request_rate"] or None,
             },
         ),
         "telemetry": sampler.describe(),

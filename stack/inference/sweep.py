@@ -125,7 +125,9 @@ def point(
         "tokens_per_s_per_user": per_user,
         "goodput_per_gpu": good["request_goodput"] / gpus if slo and good else None,
         "slo_share": share if slo else None,
-        "meets_slo": (share is not None and share >= attainment) if slo else None,
+        # a client tool's parsed file has no per-request times: whether a step kept the
+        # SLO is then unknown (None), not broken
+        "meets_slo": (share >= attainment) if slo and share is not None else None,
         "tokens_per_joule": tokens_per_joule,
         "failed": stats.get("failed", 0),
     }
@@ -142,7 +144,7 @@ def stop_reason(points: list[dict[str, Any]], load: str, attainment: float) -> s
     where = _load(last, load)
     if last.get("failed"):
         return f"requests failed at {where}"
-    if last["meets_slo"] is False:
+    if last["meets_slo"] is False and last["slo_share"] is not None:
         return (
             f"the SLO broke at {where}: {last['slo_share']:.0%} of requests kept it, "
             f"{attainment:.0%} needed"
@@ -181,6 +183,7 @@ class Sweep:
     attainment: float
     stepping: bool
     gpus: int = 1
+    client: str | None = None  # online: what loaded the server (its timings are its own)
     points: list[dict[str, Any]] = field(default_factory=list)
     stopped: dict[str, Any] | None = None
 
@@ -218,6 +221,7 @@ class Sweep:
             "mode": self.mode,
             "load": self.load,
             "slo": self.slo.as_dict(),
+            **({"client": self.client} if self.client else {}),
             "points": self.points,
             "stopped": self.stopped,
             "slo_point": self.slo_point(),
@@ -255,55 +259,109 @@ def _ratio(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float | None, f
 
 
 def _by_how_much(ratio: float) -> str:
-    return f"{ratio:.2f}x" if ratio >= 1.5 else f"{(ratio - 1) * 100:.0f} % more"
+    if ratio >= 1.5:
+        return f"{ratio:.2f}x"
+    more = (ratio - 1) * 100
+    return f"{more:.1f} % more" if more < 10 else f"{more:.0f} % more"
 
 
 def _side_note(curve: dict[str, Any], slo: bool) -> str:
+    """Why a curve has no SLO point, in its own terms."""
+    points = curve["points"]
+    failed = next((p for p in points if p.get("failed")), None)
+    if failed is not None:
+        return f"had failed requests at {_load(failed, curve['load'])}"
     if not slo:
         return "served nothing"
-    shares = [p["slo_share"] for p in curve["points"] if p["slo_share"] is not None]
-    first = curve["points"][0] if curve["points"] else None
-    if first is None or not shares:
+    first = points[0] if points else None
+    if first is None:
         return "has no step"
+    if first["slo_share"] is None:
+        return "cannot say whether it met the SLO (its client tool's file has no per-request times)"
     return (
         f"never met the SLO (at its lightest load, {_load(first, curve['load'])}, "
         f"{first['slo_share']:.0%} of requests kept it)"
     )
 
 
-def _per_gpu(pa: dict | None, pb: dict | None, names: tuple[str, str], at: str) -> dict:
+def _broke_after(curve: dict[str, Any]) -> dict[str, Any] | None:
+    """The step right after the SLO point, where it broke the SLO: the curve's capacity at
+    the SLO lies between the two (doubling's grid), so no more than this step served."""
+    i = curve.get("slo_point")
+    points = curve["points"]
+    if i is None or i + 1 >= len(points) or points[i + 1]["meets_slo"] is not False:
+        return None
+    return points[i + 1]
+
+
+def _per_gpu(
+    pa: dict | None,
+    pb: dict | None,
+    names: tuple[str, str],
+    at: str,
+    curves: tuple[dict[str, Any], dict[str, Any]],
+) -> dict:
+    """Which serves more per GPU at the SLO. A winner needs the ratio's interval above
+    (or below) 1 and, where the other curve broke the SLO at its next step, more than even
+    that step served: the other's true capacity lies somewhere up to it, not at its SLO
+    point (the step grid). Then the margin said is the one the bracket guarantees."""
     out: dict[str, Any] = {"a": pa, "b": pb, "ratio": None, "low": None, "high": None}
     out["winner"] = out["text"] = None
     if pa is None or pb is None:
         return out
-    ratio = _ratio(pa["throughput_per_gpu"], pb["throughput_per_gpu"])
+    ta, tb = pa["throughput_per_gpu"], pb["throughput_per_gpu"]
+    ratio = _ratio(ta, tb)
     if ratio is None:
         out["text"] = "one side served no tokens"
         return out
     out["ratio"], out["low"], out["high"] = ratio
-    va, vb = pa["throughput_per_gpu"]["value"], pb["throughput_per_gpu"]["value"]
-    figures = f"{va:.4g} against {vb:.4g} output tok/s per GPU {at}"
+    figures = f"{ta['value']:.4g} against {tb['value']:.4g} output tok/s per GPU {at}"
     if out["low"] is None:
+        why = (
+            "a client tool's file carries no per-request times"
+            if None in (ta["low"], tb["low"])
+            else "a side's interval reaches zero: its step had too few tokens to say"
+        )
         out["text"] = (
             f"{names[0]} / {names[1]} = {out['ratio']:.2f} ({figures}), but a side has no "
-            "interval (a client tool's file carries no per-request times): the data cannot tell"
+            f"usable interval ({why}): the data cannot tell"
         )
         return out
     span = f"{out['ratio']:.2f}, 95 % interval {out['low']:.2f} to {out['high']:.2f}"
-    if out["low"] > 1:
-        out["winner"] = "a"
-        out["text"] = f"{names[0]} serves {_by_how_much(out['ratio'])} per GPU ({span}; {figures})"
-    elif out["high"] < 1:
-        out["winner"] = "b"
-        out["text"] = (
-            f"{names[1]} serves {_by_how_much(1 / out['ratio'])} per GPU "
-            f"({names[0]} / {names[1]} = {span}; {figures})"
-        )
-    else:
+    lead = 0 if out["low"] > 1 else 1 if out["high"] < 1 else None
+    if lead is None:
         out["text"] = (
             f"the data cannot tell which serves more per GPU: {names[0]} / {names[1]} = "
             f"{span} spans 1 ({figures})"
         )
+        return out
+    won, lost = (pa, pb) if lead == 0 else (pb, pa)
+    ceiling = _broke_after(curves[1 - lead])
+    if ceiling is not None:
+        top = ceiling["throughput_per_gpu"]
+        top_high = top["high"] if top["high"] is not None else top["value"]
+        floor = won["throughput_per_gpu"]["low"]
+        if floor <= top_high:
+            out["text"] = (
+                f"the data cannot tell within the step grid: {names[1 - lead]} met the SLO at "
+                f"{_load(lost, curves[1 - lead]['load'])} and broke it at "
+                f"{_load(ceiling, curves[1 - lead]['load'])}, where it served "
+                f"{top['value']:.4g} tok/s per GPU; its capacity at the SLO lies between, "
+                f"and {names[lead]}'s {won['throughput_per_gpu']['value']:.4g} is inside "
+                f"({names[0]} / {names[1]} at the SLO points = {span})"
+            )
+            return out
+        out["winner"] = "ab"[lead]
+        out["text"] = (
+            f"{names[lead]} serves at least {_by_how_much(floor / top_high)} per GPU: more "
+            f"than {names[1 - lead]} served even at {_load(ceiling, curves[1 - lead]['load'])}, "
+            f"where it broke the SLO ({names[0]} / {names[1]} at the SLO points = {span}; "
+            f"{figures})"
+        )
+        return out
+    out["winner"] = "ab"[lead]
+    by = _by_how_much(out["ratio"] if lead == 0 else 1 / out["ratio"])
+    out["text"] = f"{names[lead]} serves {by} per GPU ({names[0]} / {names[1]} = {span}; {figures})"
     return out
 
 
@@ -356,6 +414,7 @@ def compare_at_slo(
                 ("SLO attainment", a.get("attainment"), b.get("attainment")),
                 ("workload", a.get("workload"), b.get("workload")),
                 ("load", ca["load"], cb["load"]),
+                ("client", ca.get("client"), cb.get("client")),
             )
             if x != y
         ]
@@ -371,7 +430,7 @@ def compare_at_slo(
         pa = ca["points"][ca["slo_point"]] if ca["slo_point"] is not None else None
         pb = cb["points"][cb["slo_point"]] if cb["slo_point"] is not None else None
         at = "at the SLO" if slo else "at each one's peak (no SLO set)"
-        row["per_gpu"] = _per_gpu(pa, pb, labels, at)
+        row["per_gpu"] = _per_gpu(pa, pb, labels, at, (ca, cb))
         row["per_joule"] = _per_joule(pa, pb, labels)
         if pa is None and pb is None:
             row["text"] = (

@@ -282,11 +282,19 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     """Measure serving as the params ask; see docs/inference.md."""
     from stack.inference.runner import run as run_inference
 
-    if params["sweep"] == "rate" and "online" in params["modes"] and not params["request_rate"]:
-        return RunResult(
-            status="errored",
-            error="a rate sweep starts at request_rate: set it above 0 (requests/s)",
-        )
+    if params["sweep"] == "rate" and "online" in params["modes"]:
+        start, end = params["request_rate"], params["sweep_max_rate"]
+        if not start:
+            return RunResult(
+                status="errored",
+                error="a rate sweep starts at request_rate: set it above 0 (requests/s)",
+            )
+        if end < start:
+            return RunResult(
+                status="errored",
+                error=f"a rate sweep ends at sweep_max_rate ({end:g}), which is below where "
+                f"it starts, request_rate ({start:g})",
+            )
     for name in ("input", "output"):
         low, high = params[f"{name}_min"], params[f"{name}_max"]
         if high and low > high:

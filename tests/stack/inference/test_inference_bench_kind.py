@@ -231,3 +231,5 @@ def test_a_rate_sweep_needs_a_rate_to_start_from(tmp_path):
     assert (
         result["status"] == "errored" and "a rate sweep starts at request_rate" in result["error"]
     )
+    result, _, _ = _run(tmp_path, modes=["online"], sweep="rate", request_rate=4, sweep_max_rate=3)
+    assert result["status"] == "errored" and "sweep_max_rate (3), which is below" in result["error"]

@@ -205,3 +205,54 @@ def test_the_loads_are_the_listed_ones_or_doublings_never_above_the_requests():
     rate = load_steps(_params(sweep="rate", request_rate=2.5, sweep_max_rate=16))
     assert rate["online"] == [(8, 2.5), (8, 5.0), (8, 10.0), (8, 16)]
     assert [c for c, _ in rate["offline"]] == [1, 2, 4, 8, 16, 32, 64, 100]
+
+
+def test_a_win_across_the_step_grid_is_claimed_only_past_what_the_other_served_when_it_broke():
+    # A: 20 ms x (1 + c/8) a token, meets TPOT <= 64 ms up to 16 in flight. B: 7.5 % slower
+    # a token: it met at 8 and broke at 16, so its capacity lies between the two.
+    slo = metrics.Slo(ttft_ms=2000, tpot_ms=64)
+    a = run_sweep([1, 2, 4, 8, 16, 32], slo=slo, tpot=0.02, knee=8)
+    b = run_sweep([1, 2, 4, 8, 16, 32], slo=slo, tpot=0.0215, knee=8)
+    assert (a.slo_point(), b.slo_point()) == (4, 3)  # concurrency 16 and 8
+    (row,) = sweep.compare_at_slo(_serving(a, slo), _serving(b, slo), ("H200", "MI300X"))
+    assert row["per_gpu"]["winner"] == "a" and row["per_gpu"]["ratio"] > 1.4
+    # not the 1.44x between the SLO points: past the most B served, even breaking the SLO
+    assert "H200 serves at least 7.1 % more per GPU" in row["text"]
+    assert "than MI300X served even at concurrency 16, where it broke the SLO" in row["text"]
+
+
+def test_a_lead_inside_the_others_step_bracket_is_one_the_data_cannot_tell():
+    # A meets TPOT <= 35 ms at 4 in flight (133 tok/s) and breaks at 8 (200 tok/s); B's SLO
+    # point serves 160 tok/s: more than A's SLO point, less than A served at 8.
+    slo = metrics.Slo(ttft_ms=2000, tpot_ms=35)
+    a = run_sweep([1, 2, 4, 8, 16], slo=slo, tpot=0.02, knee=8)
+    b = run_sweep([1, 2, 4, 8, 16], slo=slo, tpot=0.014, knee=5.09)
+    (row,) = sweep.compare_at_slo(_serving(a, slo), _serving(b, slo), ("H200", "MI300X"))
+    assert row["per_gpu"]["winner"] is None and row["per_gpu"]["high"] < 1
+    assert (
+        "the data cannot tell within the step grid: H200 met the SLO at concurrency 4"
+        in (row["text"])
+    )
+
+
+def test_a_client_tools_steps_without_request_times_neither_meet_nor_break_the_slo():
+    records, duration = stream(4)
+    stats = metrics.summarize(records, duration)  # a parsed file: stats, no requests
+    s = sweep.Sweep("online", "concurrency", SLO, 0.9, stepping=True)
+    s.add(sweep.point(concurrency=4, rate=None, stats=stats, records=[], slo=SLO, attainment=0.9))
+    assert s.points[0]["meets_slo"] is None and not s.done
+    (row,) = sweep.compare_at_slo(_serving(s), _serving(run_sweep([1, 2])))
+    assert "no usable interval (a client tool's file carries no per-request times)" in row["text"]
+
+
+def test_a_curve_that_failed_requests_says_so_not_that_it_never_met_the_slo():
+    s = sweep.Sweep("online", "concurrency", SLO, 0.9, stepping=True)
+    records, duration = stream(1)
+    records[0].error, records[0].token_times = "no answer before the case's time limit", []
+    stats = metrics.summarize(records, duration)
+    s.add(
+        sweep.point(concurrency=1, rate=None, stats=stats, records=records, slo=SLO, attainment=0.9)
+    )
+    assert s.stopped["reason"] == "requests failed at concurrency 1"
+    (row,) = sweep.compare_at_slo(_serving(s), _serving(run_sweep([1, 2])), ("A", "B"))
+    assert "A had failed requests at concurrency 1" in row["text"]
