@@ -615,6 +615,10 @@ def serving_goodput_near_baseline(
     """The newest succeeded serving sweep of the declaring kinds against the project's
     pinned baseline job of those kinds on the same machine (the baseline's scope), mode by
     mode: the SLO point's goodput per GPU at most ``within_pct`` below the baseline's.
+    A mode is compared only where both curves were swept on the same load (concurrency or
+    rate) and each was held to an SLO of its own (offline keeps only the TPOT bound, so a
+    team SLO of TTFT/E2EL bounds alone leaves it none): the others are said and skipped,
+    and with no mode left the gate is not yet met.
 
     A project that never ran one of those kinds does not serve LLMs here: not needed. Once
     it did, every missing piece (a sweep, an SLO, a baseline, a point meeting the SLO) is a
@@ -704,24 +708,85 @@ def serving_goodput_near_baseline(
             evidence,
             fix=sweep_fix,
         )
-    said, short = [], []
+    curves_now = {str(c.get("mode")): c for c in serving.get("curves") or []}
+    curves_then = {str(c.get("mode")): c for c in before.get("curves") or []}
+    said, short, compared, unbound, other_load = [], [], [], [], []
     for mode in modes:
+        mine, theirs = curves_now[mode], curves_then[mode]
+        if mine.get("load") != theirs.get("load"):
+            # a rate sweep's steps are not a concurrency sweep's: their SLO points differ
+            other_load.append(theirs.get("load"))
+            said.append(
+                f"{mode}: not compared: job {job.pk} swept {mine.get('load')}, the baseline "
+                f"{theirs.get('load')} (goodput compares on one kind of load)"
+            )
+            continue
+        # a curve keeps only the bounds that apply to it (offline: TPOT only); held to
+        # none, it counted no goodput at any step: there is nothing to compare
+        bare = [
+            who
+            for who, curve in (
+                (f"job {job.pk}", mine),
+                (f"the baseline, job {base_job.pk}", theirs),
+            )
+            if not curve.get("slo")
+        ]
+        if bare:
+            unbound.append(mode)
+            where = "" if len(bare) == 2 or base_job.pk == job.pk else f" in {bare[0]}"
+            why = " (offline keeps only the TPOT bound)" if mode == "offline" else ""
+            said.append(f"{mode}: held to no bound{where}{why}")
+            continue
+        compared.append(mode)
         new, old = _goodput(now[mode]), _goodput(then[mode])
         if old is None or old <= 0:
             short.append(mode)
-            said.append(f"{mode}: the baseline met the SLO at no load it tried")
-        elif new is None:
+            said.append(
+                f"{mode}: the baseline met the SLO at no load it tried"
+                if then[mode] is None
+                else f"{mode}: the baseline counted no goodput at its SLO point"
+            )
+        elif new is None or new <= 0:
             short.append(mode)
-            said.append(f"{mode}: no step met the SLO (the baseline: {old:.3g} req/s per GPU)")
+            first = (
+                "no step met the SLO"
+                if now[mode] is None
+                else f"job {job.pk} counted no goodput at its SLO point"
+            )
+            said.append(f"{mode}: {first} (the baseline: {old:.3g} req/s per GPU)")
         else:
             below = (1 - new / old) * 100
             if below > within_pct:
                 short.append(mode)
             said.append(
                 f"{mode}: {new:.3g} against the baseline's {old:.3g} req/s per GPU at the SLO "
-                + (f"({below:.1f} % below)" if below > 0 else f"({-below:.1f} % above)")
+                + (
+                    "(level with it)"
+                    if abs(below) < 0.05
+                    else f"({below:.1f} % below)"
+                    if below > 0
+                    else f"({-below:.1f} % above)"
+                )
             )
-    detail = "; ".join(said) + f". The bar: at most {within_pct:g} % below, in every mode."
+    if not compared:
+        if unbound:
+            what = "no mode with an SLO in common"
+            fix = _submit_fix(
+                f"Run {named} with a bound every swept mode keeps (slo_tpot_ms: offline keeps "
+                "only that one)"
+            )
+        else:
+            what = "no mode swept on the same kind of load"
+            fix = _submit_fix(f"Run {named} sweeping {' / '.join(map(str, other_load))}")
+        return Verdict(
+            FAILED,
+            f"Not yet: job {job.pk} against the baseline, job {base_job.pk}: {what} ("
+            + "; ".join(said)
+            + ").",
+            evidence,
+            fix=fix,
+        )
+    detail = "; ".join(said) + f". The bar: at most {within_pct:g} % below, in every mode compared."
     if short:
         return Verdict(
             FAILED,

@@ -306,12 +306,52 @@ def serving_sides(facts: Facts) -> dict[str, object]:
     return sides
 
 
+def _broke_after(curve: dict | None) -> dict | None:
+    """The output per GPU of the step right after a curve's SLO point where it broke the
+    SLO: its capacity at the SLO lies up to there (doubling's grid), not at the point."""
+    curve = curve or {}
+    i, points = curve.get("slo_point"), curve.get("points") or []
+    if (
+        not isinstance(i, int)
+        or i + 1 >= len(points)
+        or points[i + 1].get("meets_slo") is not False
+    ):
+        return None
+    return points[i + 1].get("throughput_per_gpu")
+
+
+def _grid_bounds(
+    per_gpu: dict, low: float | None, high: float | None, cand: dict | None, cur: dict | None
+) -> tuple[float | None, float | None]:
+    """candidate/current's 95 % interval widened by the step grid: where the current GPU
+    broke the SLO at its next step, the candidate is sure to keep a share only of what
+    that step served; where the candidate did, it may serve up to what its step served."""
+    if low is None or high is None:
+        return None, None
+    a, b = (per_gpu.get(k) or {} for k in ("a", "b"))
+    a_low = (a.get("throughput_per_gpu") or {}).get("low")
+    b_low = (b.get("throughput_per_gpu") or {}).get("low")
+    top_b, top_a = _broke_after(cur), _broke_after(cand)
+    if top_b and a_low:
+        ceiling = top_b.get("high") or top_b.get("value")
+        if ceiling:
+            low = min(low, a_low / ceiling)
+    if top_a and b_low:
+        ceiling = top_a.get("high") or top_a.get("value")
+        if ceiling:
+            high = max(high, ceiling / b_low)
+    return low, high
+
+
 def _serving_reason(facts: Facts, rec: Recommendation) -> None:
     """What the serving sweeps say, and how it weighed: the candidate's output per GPU at
     the SLO over the current GPU's, per mode both swept (stack.inference.sweep's
-    compare_at_slo). At least SERVING_WITHIN in every mode weighs for ROCm, below it in
-    any mode against (as measured performance does); a comparison the data cannot make
-    (one side, another SLO, neither meeting it) weighs nothing and is named as missing."""
+    compare_at_slo). A mode weighs only where the ratio's 95 % interval lies on one side of
+    SERVING_WITHIN (low at or above it: for ROCm; high below it: against), or where only
+    one side meets the SLO; at least SERVING_WITHIN in every mode weighed is for ROCm,
+    below it in any mode against (as measured performance does). A comparison the data
+    cannot make (one side, another SLO or load, neither meeting it, no interval or one
+    across the bar, no mode in common) weighs nothing and is named as missing."""
     from stack.inference.sweep import compare_at_slo
 
     if not facts.serving_jobs:
@@ -326,17 +366,55 @@ def _serving_reason(facts: Facts, rec: Recommendation) -> None:
     cand, cur = sides["candidate"], sides["current"]
     names = (cand.environment.gpu_model, cur.environment.gpu_model)
     rows = compare_at_slo(cand.summary["serving"], cur.summary["serving"], names)
+    if not rows:
+        swept = [
+            ", ".join(str(c.get("mode")) for c in job.summary["serving"].get("curves") or [])
+            or "no mode"
+            for job in (cand, cur)
+        ]
+        rec.missing.append(
+            f"serving sweeps with a mode in common (no mode in common: {names[0]} swept "
+            f"{swept[0]}, {names[1]} {swept[1]})"
+        )
+        return
+    curves = [
+        {c.get("mode"): c for c in j.summary["serving"].get("curves") or []} for j in (cand, cur)
+    ]
     weighed, unweighed, ratios = [], [], {}
     for row in rows:
         per_gpu = row.get("per_gpu") or {}
-        ratio, winner = per_gpu.get("ratio"), per_gpu.get("winner")
+        ratio, low, high = per_gpu.get("ratio"), per_gpu.get("low"), per_gpu.get("high")
         if ratio is not None:
             ratios[row["mode"]] = round(ratio, 3)
-            weighed.append((row["mode"], ratio >= SERVING_WITHIN, row["text"]))
-        elif row.get("comparable") and winner is not None:  # only one side meets the SLO
-            weighed.append((row["mode"], winner == "a", row["text"]))
-        else:
+        if not row.get("comparable"):
             unweighed.append(f"{row['mode']}: {row['text']}")
+            continue
+        if ratio is None:
+            if per_gpu.get("winner") is not None:  # only one side meets the SLO
+                weighed.append((row["mode"], per_gpu["winner"] == "a", row["text"]))
+            else:
+                unweighed.append(f"{row['mode']}: {row['text'].rstrip('.')}")
+            continue
+        # weighed only where the ratio's 95 % interval lies on one side of the bar, even
+        # taking each side's capacity at the SLO up to the step where it broke the SLO
+        # (the step grid); an interval across it, or none, cannot say
+        interval = low, high
+        low, high = _grid_bounds(
+            per_gpu, low, high, curves[0].get(row["mode"]), curves[1].get(row["mode"])
+        )
+        if low is not None and low >= SERVING_WITHIN:
+            weighed.append((row["mode"], True, row["text"]))
+        elif high is not None and high < SERVING_WITHIN:
+            weighed.append((row["mode"], False, row["text"]))
+        else:
+            grid = " with the step grid" if (low, high) != interval else ""
+            why = (
+                f" (per GPU, the ratio's interval{grid}, {low:.2f} to {high:.2f}, lies across the "
+                f"bar of {SERVING_WITHIN:g})"
+                if low is not None and high is not None
+                else ""
+            )
+            unweighed.append(f"{row['mode']}: {row['text'].rstrip('.')}{why}")
     rec.figures["serving_ratio"] = ratios or None
     if unweighed:
         rec.missing.append("a serving comparison the data can make (" + "; ".join(unweighed) + ")")
