@@ -451,6 +451,10 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                             )
                             errors.append(f"online c={concurrency} ({client}): {exc}")
                             log(errors[-1], level="error")
+                            if sweeps["online"].stepping:  # more load will not fix the tool
+                                sweeps["online"].end(
+                                    f"{client} failed at concurrency {concurrency}"
+                                )
                             continue
                         finally:
                             client_notes.update(load.notes)

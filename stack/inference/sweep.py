@@ -200,8 +200,9 @@ class Sweep:
         return self.stopped is not None
 
     def end(self, reason: str) -> None:
-        """The loads ran out before the rule stopped the sweep."""
-        if self.stopped is None and self.points:
+        """The sweep ends before its rule stopped it: the loads ran out, or a step could
+        not run at all (a client tool that failed)."""
+        if self.stopped is None:
             self.stopped = {"reason": reason, "at": None}
 
     def slo_point(self) -> int | None:

@@ -241,3 +241,20 @@ def test_auto_without_either_tool_uses_rocpaths_client_and_says_so(tmp_path):
     (case,) = result["summary"]["cases"]
     assert case["client"] == "rocpath" and case["stats"]["completed"] == 8
     assert all("client" not in m["case"] for m in result["measurements"])
+
+
+@pytest.mark.process
+def test_a_sweep_whose_client_tool_fails_stops_instead_of_doubling_the_load(tmp_path):
+    pytest.importorskip("transformers")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    broken = tools / "guidellm"
+    broken.write_text("#!/bin/sh\necho 'guidellm: cannot reach the server' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    path = os.pathsep.join([str(tools), _path_without("guidellm")])
+    result, done, _ = _job(tmp_path, path, client="guidellm", concurrency=[1], sweep="concurrency",
+                           sweep_max_concurrency=8)  # fmt: skip
+    assert result["status"] in ("errored", "failed"), done.stderr[-2000:]
+    # one step tried, not four: more load does not mend a failing tool
+    assert result["error"].count("(guidellm): guidellm exited with status 3") == 1
+    assert "online c=1 (guidellm)" in result["error"]
