@@ -306,32 +306,22 @@ def serving_sides(facts: Facts) -> dict[str, object]:
     return sides
 
 
-def _broke_after(curve: dict | None) -> dict | None:
-    """The output per GPU of the step right after a curve's SLO point where it broke the
-    SLO: its capacity at the SLO lies up to there (doubling's grid), not at the point."""
-    curve = curve or {}
-    i, points = curve.get("slo_point"), curve.get("points") or []
-    if (
-        not isinstance(i, int)
-        or i + 1 >= len(points)
-        or points[i + 1].get("meets_slo") is not False
-    ):
-        return None
-    return points[i + 1].get("throughput_per_gpu")
-
-
 def _grid_bounds(
     per_gpu: dict, low: float | None, high: float | None, cand: dict | None, cur: dict | None
 ) -> tuple[float | None, float | None]:
     """candidate/current's 95 % interval widened by the step grid: where the current GPU
     broke the SLO at its next step, the candidate is sure to keep a share only of what
     that step served; where the candidate did, it may serve up to what its step served."""
+    from stack.inference.sweep import broke_after
+
     if low is None or high is None:
         return None, None
     a, b = (per_gpu.get(k) or {} for k in ("a", "b"))
     a_low = (a.get("throughput_per_gpu") or {}).get("low")
     b_low = (b.get("throughput_per_gpu") or {}).get("low")
-    top_b, top_a = _broke_after(cur), _broke_after(cand)
+    top_b, top_a = (
+        (broke_after(c) or {}).get("throughput_per_gpu") if c else None for c in (cur, cand)
+    )
     if top_b and a_low:
         ceiling = top_b.get("high") or top_b.get("value")
         if ceiling:

@@ -285,12 +285,12 @@ def _side_note(curve: dict[str, Any], slo: bool) -> str:
     )
 
 
-def _broke_after(curve: dict[str, Any]) -> dict[str, Any] | None:
+def broke_after(curve: dict[str, Any]) -> dict[str, Any] | None:
     """The step right after the SLO point, where it broke the SLO: the curve's capacity at
     the SLO lies between the two (doubling's grid), so no more than this step served."""
     i = curve.get("slo_point")
-    points = curve["points"]
-    if i is None or i + 1 >= len(points) or points[i + 1]["meets_slo"] is not False:
+    points = curve.get("points") or []
+    if not isinstance(i, int) or i + 1 >= len(points) or points[i + 1]["meets_slo"] is not False:
         return None
     return points[i + 1]
 
@@ -337,7 +337,7 @@ def _per_gpu(
         )
         return out
     won, lost = (pa, pb) if lead == 0 else (pb, pa)
-    ceiling = _broke_after(curves[1 - lead])
+    ceiling = broke_after(curves[1 - lead])
     if ceiling is not None:
         top = ceiling["throughput_per_gpu"]
         top_high = top["high"] if top["high"] is not None else top["value"]
