@@ -313,7 +313,20 @@ def kv_memory(summary: dict[str, Any]) -> dict[str, Any] | None:
         ("exact", "Exact: the tokens each request holds"),
     )  # fmt: skip
     saving = _number(found.get("paged_saving"))
+    held = [u for u in memory.get("paged_in_use") or [] if isinstance(u, dict)]
     return {
+        # what the paged cache held at its fullest per offline case, beside a contiguous
+        # cache's reservation for as many requests in flight (runner.paged_in_use)
+        "in_use": [
+            {
+                "concurrency": _count(u.get("concurrency")),
+                "blocks": _count(u.get("peak_blocks")),
+                "paged": _size(u.get("paged_bytes")),
+                "longest": _size(u.get("contiguous_longest_bytes")),
+                "model_max": _size(u.get("contiguous_model_max_bytes")),
+            }
+            for u in held
+        ],
         "rows": [
             {
                 "key": key,

@@ -139,6 +139,11 @@ def test_beside_the_curve_the_kv_cache_per_request_paged_and_contiguous_and_the_
         assert batch == "—"  # off a GPU nothing says what memory is free
     assert f"needs <b>{memory['paged_saving'] * 100:.0f} % less</b> per request" in kv[1]
     assert f"model&#x27;s maximum length ({memory['model_max_len']:,} tokens)" in kv[1]
+    held = swept["summary"]["memory"]["paged_in_use"]
+    assert held, "the offline steps recorded no blocks in use"
+    table = re.search(r'<table id="kv-in-use">(.*?)</table>', kv[1], re.S)
+    shown = re.findall(r'<tr><td class="num">([\d,]+)</td><td class="num">([\d,]+)</td>', table[1])
+    assert shown == [(f"{u['concurrency']:,}", f"{u['peak_blocks']:,}") for u in held]
 
 
 def test_a_sweep_that_never_meets_its_slo_draws_its_points_hollow_and_rings_none(
