@@ -103,7 +103,9 @@ def test_the_serving_curve_and_its_comparison_draw_with_no_csp_violation(page, s
     assert box and box["width"] > 300 and box["height"] > 150
     modes = [c["mode"] for c in swept["summary"]["serving"]["curves"]]
     assert page.locator("#serving .serving-stops li").count() == len(modes)
-    assert page.locator("#kv-memory tbody tr").count() == 4
+    assert page.locator("#kv-memory tbody tr[data-cache]").count() == 4
+    held = swept["summary"]["memory"]["paged_in_use"]
+    assert page.locator("#kv-in-use tbody tr").count() == len(held) > 0
     assert page.locator("#paged-saving").is_visible()
     _keep(page, "inference-serving-curve")
     violations = page.evaluate("window.__csp || []")  # gathered afresh on each page
