@@ -87,6 +87,20 @@ def run(coro):
     return asyncio.run(coro)
 
 
+def answered(script: list[bytes], prompt: list[int], max_tokens: int):
+    """One request's record, sent to a server that plays ``script``."""
+
+    async def go():
+        async with Scripted([script]) as server:
+            pool = Pool(server.target())
+            try:
+                return await send(pool, prompt, len(prompt), max_tokens)
+            finally:
+                pool.close()
+
+    return run(go())
+
+
 @pytest.mark.process
 def test_events_whose_lines_end_in_crlf_are_read():
     # sse-starlette separates events with CRLF; a client splitting on LF LF saw no event
@@ -94,15 +108,7 @@ def test_events_whose_lines_end_in_crlf_are_read():
     body = event(" a", crlf) + event(" b", crlf) + usage(2, crlf)
     script = [HEAD + b"\r\n", chunk(body[:30]), chunk(body[30:]), b"0\r\n\r\n"]
 
-    async def go():
-        async with Scripted([script]) as server:
-            pool = Pool(server.target())
-            try:
-                return await send(pool, [1, 2, 3], 3, 2)
-            finally:
-                pool.close()
-
-    record = run(go())
+    record = answered(script, [1, 2, 3], 2)
     assert record.ok, record.error
     assert len(record.token_times) == 2 and record.tokens_out == 2
 
@@ -120,15 +126,7 @@ def test_a_crlf_split_across_two_reads_ends_its_event_once():
         b"0\r\n\r\n",
     ]
 
-    async def go():
-        async with Scripted([script]) as server:
-            pool = Pool(server.target())
-            try:
-                return await send(pool, [1], 1, 2)
-            finally:
-                pool.close()
-
-    record = run(go())
+    record = answered(script, [1], 2)
     assert record.ok, record.error
     assert len(record.token_times) == 2
 
@@ -143,15 +141,7 @@ def test_chunk_extensions_and_an_event_split_across_chunks_are_read():
         b"0\r\n\r\n",
     ]
 
-    async def go():
-        async with Scripted([script]) as server:
-            pool = Pool(server.target())
-            try:
-                return await send(pool, [1], 1, 2)
-            finally:
-                pool.close()
-
-    record = run(go())
+    record = answered(script, [1], 2)
     assert record.ok and len(record.token_times) == 2
 
 
