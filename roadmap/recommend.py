@@ -306,33 +306,6 @@ def serving_sides(facts: Facts) -> dict[str, object]:
     return sides
 
 
-def _grid_bounds(
-    per_gpu: dict, low: float | None, high: float | None, cand: dict | None, cur: dict | None
-) -> tuple[float | None, float | None]:
-    """candidate/current's 95 % interval widened by the step grid: where the current GPU
-    broke the SLO at its next step, the candidate is sure to keep a share only of what
-    that step served; where the candidate did, it may serve up to what its step served."""
-    from stack.inference.sweep import broke_after
-
-    if low is None or high is None:
-        return None, None
-    a, b = (per_gpu.get(k) or {} for k in ("a", "b"))
-    a_low = (a.get("throughput_per_gpu") or {}).get("low")
-    b_low = (b.get("throughput_per_gpu") or {}).get("low")
-    top_b, top_a = (
-        (broke_after(c) or {}).get("throughput_per_gpu") if c else None for c in (cur, cand)
-    )
-    if top_b and a_low:
-        ceiling = top_b.get("high") or top_b.get("value")
-        if ceiling:
-            low = min(low, a_low / ceiling)
-    if top_a and b_low:
-        ceiling = top_a.get("high") or top_a.get("value")
-        if ceiling:
-            high = max(high, ceiling / b_low)
-    return low, high
-
-
 def _serving_reason(facts: Facts, rec: Recommendation) -> None:
     """What the serving sweeps say, and how it weighed: the candidate's output per GPU at
     the SLO over the current GPU's, per mode both swept (stack.inference.sweep's
@@ -367,9 +340,6 @@ def _serving_reason(facts: Facts, rec: Recommendation) -> None:
             f"{swept[0]}, {names[1]} {swept[1]})"
         )
         return
-    curves = [
-        {c.get("mode"): c for c in j.summary["serving"].get("curves") or []} for j in (cand, cur)
-    ]
     weighed, unweighed, ratios = [], [], {}
     for row in rows:
         per_gpu = row.get("per_gpu") or {}
@@ -387,11 +357,9 @@ def _serving_reason(facts: Facts, rec: Recommendation) -> None:
             continue
         # weighed only where the ratio's 95 % interval lies on one side of the bar, even
         # taking each side's capacity at the SLO up to the step where it broke the SLO
-        # (the step grid); an interval across it, or none, cannot say
+        # (the step grid, compare_at_slo's grid bounds); one across it, or none, cannot say
         interval = low, high
-        low, high = _grid_bounds(
-            per_gpu, low, high, curves[0].get(row["mode"]), curves[1].get(row["mode"])
-        )
+        low, high = per_gpu.get("grid_low"), per_gpu.get("grid_high")
         if low is not None and low >= SERVING_WITHIN:
             weighed.append((row["mode"], True, row["text"]))
         elif high is not None and high < SERVING_WITHIN:

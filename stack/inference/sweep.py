@@ -113,11 +113,8 @@ def point(
         low = high = None
         tpot = (stats.get("tpot_ms") or {}).get("p50")
         per_user = _interval(1e3 / tpot if tpot else None, None, None)
-    good = stats.get("goodput")
+    good = stats.get("goodput")  # the step's, counted once by the runner under ``slo``
     share = good.get("share") if good else None
-    if slo and good is None and records:
-        good = metrics.goodput(records, stats["duration_s"], slo)
-        share = good["share"]
     return {
         "concurrency": concurrency,
         "rate": rate or None,
@@ -295,6 +292,17 @@ def broke_after(curve: dict[str, Any]) -> dict[str, Any] | None:
     return points[i + 1]
 
 
+def _ceiling(curve: dict[str, Any]) -> float | None:
+    """The most a curve can serve at the SLO where it broke it at the step after its SLO
+    point: that step's throughput (its interval's top); None where nothing caps it."""
+    step = broke_after(curve)
+    if step is None:
+        return None
+    top = step["throughput_per_gpu"]
+    value = top["high"] if top["high"] is not None else top["value"]
+    return value or None
+
+
 def _per_gpu(
     pa: dict | None,
     pb: dict | None,
@@ -305,9 +313,11 @@ def _per_gpu(
     """Which serves more per GPU at the SLO. A winner needs the ratio's interval above
     (or below) 1 and, where the other curve broke the SLO at its next step, more than even
     that step served: the other's true capacity lies somewhere up to it, not at its SLO
-    point (the step grid). Then the margin said is the one the bracket guarantees."""
+    point (the step grid). ``grid_low``/``grid_high`` are the ratio's interval widened so;
+    the winner is read from them, and the margin said is the one they guarantee (the
+    roadmap's recommendation weighs the same bounds)."""
     out: dict[str, Any] = {"a": pa, "b": pb, "ratio": None, "low": None, "high": None}
-    out["winner"] = out["text"] = None
+    out["winner"] = out["text"] = out["grid_low"] = out["grid_high"] = None
     if pa is None or pb is None:
         return out
     ta, tb = pa["throughput_per_gpu"], pb["throughput_per_gpu"]
@@ -328,6 +338,9 @@ def _per_gpu(
             f"usable interval ({why}): the data cannot tell"
         )
         return out
+    top_a, top_b = (_ceiling(c) for c in curves)
+    out["grid_low"] = min(out["low"], ta["low"] / top_b) if top_b else out["low"]
+    out["grid_high"] = max(out["high"], top_a / tb["low"]) if top_a else out["high"]
     span = f"{out['ratio']:.2f}, 95 % interval {out['low']:.2f} to {out['high']:.2f}"
     lead = 0 if out["low"] > 1 else 1 if out["high"] < 1 else None
     if lead is None:
@@ -340,9 +353,8 @@ def _per_gpu(
     ceiling = broke_after(curves[1 - lead])
     if ceiling is not None:
         top = ceiling["throughput_per_gpu"]
-        top_high = top["high"] if top["high"] is not None else top["value"]
-        floor = won["throughput_per_gpu"]["low"]
-        if floor <= top_high:
+        margin = out["grid_low"] if lead == 0 else 1 / out["grid_high"]
+        if margin <= 1:
             out["text"] = (
                 f"the data cannot tell within the step grid: {names[1 - lead]} met the SLO at "
                 f"{_load(lost, curves[1 - lead]['load'])} and broke it at "
@@ -354,7 +366,7 @@ def _per_gpu(
             return out
         out["winner"] = "ab"[lead]
         out["text"] = (
-            f"{names[lead]} serves at least {_by_how_much(floor / top_high)} per GPU: more "
+            f"{names[lead]} serves at least {_by_how_much(margin)} per GPU: more "
             f"than {names[1 - lead]} served even at {_load(ceiling, curves[1 - lead]['load'])}, "
             f"where it broke the SLO ({names[0]} / {names[1]} at the SLO points = {span}; "
             f"{figures})"
