@@ -22,7 +22,7 @@ from django.utils.safestring import SafeString
 from jobs.models import Job
 from portal.charts import Curve, CurvePoint, curve_chart, xy_chart
 from portal.kinds.base import Presenter
-from stack.inference.sweep import compare_at_slo
+from stack.inference.sweep import compare_at_slo, load_text
 from stack.kinds.inference_bench import KIND
 
 GIB = 2**30
@@ -194,13 +194,6 @@ def _span(interval: Any) -> tuple[float | None, tuple[float, float] | None]:
     low, high = _number(interval.get("low")), _number(interval.get("high"))
     span = (low, high) if low is not None and high is not None else None
     return _number(interval.get("value")), span
-
-
-def load_text(point: dict[str, Any], load: str) -> str:
-    """The load a point ran at: "concurrency 8" or "2 req/s"."""
-    if load == "rate" and _number(point.get("rate")) is not None:
-        return f"{figure(point['rate'])} req/s"
-    return f"concurrency {point.get('concurrency')}"
 
 
 def point_text(point: dict[str, Any], load: str) -> str:

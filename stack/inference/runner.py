@@ -484,11 +484,9 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
     finally:
         sampler.stop()
     for mode, sweep in sweeps.items():
-        sweep.end(
-            f"its last step ran ({_load_words(loads[mode][-1], sweep.load)})"
-            if sweep.stepping
-            else "every load listed ran"
-        )
+        concurrency, rate = loads[mode][-1]
+        last = sweep_module.load_text({"concurrency": concurrency, "rate": rate}, sweep.load)
+        sweep.end(f"its last step ran ({last})" if sweep.stepping else "every load listed ran")
 
     if server_log is not None and server_log.exists():
         artifacts.append(
@@ -540,6 +538,8 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             )
         )
 
+    # a contiguous cache reserves the model's context for every request
+    model_max_len = int(config.get("max_position_embeddings") or longest)
     summary = {
         "engine": ENGINE,
         "engine_version": engine_version,
@@ -559,16 +559,11 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
             "paged_vs_contiguous": paged_vs_contiguous(
                 [len(p) + m for p, m in zip(prompts, max_tokens, strict=True)],
                 block,
-                int(config.get("max_position_embeddings") or longest),
+                model_max_len,
                 kv_per_token,
                 room.get("free_after_weights_bytes"),
             ),
-            "paged_in_use": paged_in_use(
-                cases,
-                kv_per_token,
-                int(config.get("max_position_embeddings") or longest),
-                longest,
-            ),
+            "paged_in_use": paged_in_use(cases, kv_per_token, model_max_len, longest),
         },
         "workload": {
             "requests": n,
@@ -642,10 +637,6 @@ def load_steps(params: dict[str, Any]) -> dict[str, list[tuple[int, float]]]:
             rate = params["request_rate"] if mode == "online" else 0.0
             out[mode] = [(int(c), rate) for c in found]
     return out
-
-
-def _load_words(step: tuple[int, float], load: str) -> str:
-    return f"{step[1]:g} req/s" if load == "rate" else f"concurrency {step[0]}"
 
 
 def _room(room: dict[str, Any], kv_per_token: int, request_tokens: int) -> dict[str, Any]:

@@ -130,15 +130,20 @@ def point(
     }
 
 
-def _load(p: dict[str, Any], load: str) -> str:
-    return f"{p['rate']:g} req/s" if load == "rate" else f"concurrency {p['concurrency']}"
+def load_text(point: dict[str, Any], load: str) -> str:
+    """The load a step ran at, as every statement and page says it: "concurrency 8" or
+    "2 req/s"."""
+    rate = point.get("rate")
+    if load == "rate" and isinstance(rate, int | float):
+        return f"{rate:g} req/s"
+    return f"concurrency {point.get('concurrency')}"
 
 
 def stop_reason(points: list[dict[str, Any]], load: str, attainment: float) -> str | None:
     """Why the sweep should stop after its last point, or None to go on (module
     docstring): a broken SLO first, then a throughput that stopped rising."""
     last = points[-1]
-    where = _load(last, load)
+    where = load_text(last, load)
     if last.get("failed"):
         return f"requests failed at {where}"
     if last["meets_slo"] is False and last["slo_share"] is not None:
@@ -268,7 +273,7 @@ def _side_note(curve: dict[str, Any], slo: bool) -> str:
     points = curve["points"]
     failed = next((p for p in points if p.get("failed")), None)
     if failed is not None:
-        return f"had failed requests at {_load(failed, curve['load'])}"
+        return f"had failed requests at {load_text(failed, curve['load'])}"
     if not slo:
         return "served nothing"
     first = points[0] if points else None
@@ -277,7 +282,7 @@ def _side_note(curve: dict[str, Any], slo: bool) -> str:
     if first["slo_share"] is None:
         return "cannot say whether it met the SLO (its client tool's file has no per-request times)"
     return (
-        f"never met the SLO (at its lightest load, {_load(first, curve['load'])}, "
+        f"never met the SLO (at its lightest load, {load_text(first, curve['load'])}, "
         f"{first['slo_share']:.0%} of requests kept it)"
     )
 
@@ -357,8 +362,8 @@ def _per_gpu(
         if margin <= 1:
             out["text"] = (
                 f"the data cannot tell within the step grid: {names[1 - lead]} met the SLO at "
-                f"{_load(lost, curves[1 - lead]['load'])} and broke it at "
-                f"{_load(ceiling, curves[1 - lead]['load'])}, where it served "
+                f"{load_text(lost, curves[1 - lead]['load'])} and broke it at "
+                f"{load_text(ceiling, curves[1 - lead]['load'])}, where it served "
                 f"{top['value']:.4g} tok/s per GPU; its capacity at the SLO lies between, "
                 f"and {names[lead]}'s {won['throughput_per_gpu']['value']:.4g} is inside "
                 f"({names[0]} / {names[1]} at the SLO points = {span})"
@@ -367,7 +372,8 @@ def _per_gpu(
         out["winner"] = "ab"[lead]
         out["text"] = (
             f"{names[lead]} serves at least {_by_how_much(margin)} per GPU: more "
-            f"than {names[1 - lead]} served even at {_load(ceiling, curves[1 - lead]['load'])}, "
+            f"than {names[1 - lead]} served even at "
+            f"{load_text(ceiling, curves[1 - lead]['load'])}, "
             f"where it broke the SLO ({names[0]} / {names[1]} at the SLO points = {span}; "
             f"{figures})"
         )
@@ -458,7 +464,7 @@ def compare_at_slo(
             row["text"] = (
                 f"Only {labels[won]} meets the SLO: "
                 f"{p['throughput_per_gpu']['value']:.4g} output tok/s per GPU at "
-                f"{_load(p, ca['load'])}; {labels[lost]} {_side_note(curve, slo)}."
+                f"{load_text(p, ca['load'])}; {labels[lost]} {_side_note(curve, slo)}."
             )
         else:
             row["text"] = (
