@@ -32,6 +32,7 @@ from jobs.choices import JobStatus, LaunchType
 from jobs.models import Job
 from roadmap.models import ChecklistAnswer
 from roadmap.plan import kinds_serving
+from stack.inference.sweep import slo_point_of
 from stack.kinds import KINDS, RoadmapTask, blas_bench, compile_check, hipify_scan
 from stack.kinds.base import GateCheck
 from teams.porting import NEEDS_DECISION, api_groups_with_decisions, decisions_of, lacking_refs
@@ -594,14 +595,7 @@ def metrics_scraped(f: Facts) -> Verdict:
 def slo_points(serving: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
     """Each mode's SLO point of a serving sweep (``summary["serving"]``): the step that
     serves most per GPU while meeting the SLO; None for a mode where no step met it."""
-    points: dict[str, dict[str, Any] | None] = {}
-    for curve in serving.get("curves") or []:
-        index = curve.get("slo_point")
-        steps = curve.get("points") or []
-        points[str(curve.get("mode"))] = (
-            steps[index] if isinstance(index, int) and 0 <= index < len(steps) else None
-        )
-    return points
+    return {str(c.get("mode")): slo_point_of(c) for c in serving.get("curves") or []}
 
 
 def _goodput(point: dict[str, Any] | None) -> float | None:

@@ -22,7 +22,7 @@ from django.utils.safestring import SafeString
 from jobs.models import Job
 from portal.charts import Curve, CurvePoint, curve_chart, xy_chart
 from portal.kinds.base import Presenter
-from stack.inference.sweep import compare_at_slo, load_text
+from stack.inference.sweep import compare_at_slo, load_text, slo_point_of
 from stack.kinds.inference_bench import KIND
 
 GIB = 2**30
@@ -260,9 +260,7 @@ def stops(serving: dict[str, Any]) -> list[dict[str, str]]:
         if not isinstance(curve, dict):
             continue
         load = str(curve.get("load") or "concurrency")
-        points = [p for p in curve.get("points") or [] if isinstance(p, dict)]
-        index = curve.get("slo_point")
-        best = points[index] if isinstance(index, int) and 0 <= index < len(points) else None
+        best = slo_point_of(curve)
         stopped = curve.get("stopped") if isinstance(curve.get("stopped"), dict) else {}
         held_to = slo_text(serving, curve)
         out.append(

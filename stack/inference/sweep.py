@@ -231,6 +231,13 @@ class Sweep:
         }
 
 
+def slo_point_of(curve: dict[str, Any]) -> dict[str, Any] | None:
+    """A stored curve's SLO point; None where it names none (or a step it does not hold:
+    a summary read back is not trusted to be whole)."""
+    i, points = curve.get("slo_point"), curve.get("points") or []
+    return points[i] if isinstance(i, int) and 0 <= i < len(points) else None
+
+
 def serving_summary(
     sweeps: list[Sweep], slo: metrics.Slo, attainment: float, workload: dict[str, Any]
 ) -> dict[str, Any]:
@@ -446,8 +453,7 @@ def compare_at_slo(
             row["per_gpu"] = row["per_joule"] = None
             out.append(row)
             continue
-        pa = ca["points"][ca["slo_point"]] if ca["slo_point"] is not None else None
-        pb = cb["points"][cb["slo_point"]] if cb["slo_point"] is not None else None
+        pa, pb = slo_point_of(ca), slo_point_of(cb)
         at = "at the SLO" if slo else "at each one's peak (no SLO set)"
         row["per_gpu"] = _per_gpu(pa, pb, labels, at, (ca, cb))
         row["per_joule"] = _per_joule(pa, pb, labels)
