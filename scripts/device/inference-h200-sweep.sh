@@ -10,9 +10,12 @@ OUT=${OUT:-/tmp/inference-sweep-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl || exit 1
 export PYTHONPATH=$PWD
 dir="$OUT/sweep-h200-$name"
-python3 -m stack run inference-bench --params "scripts/device/inference-h200-sweep-$name.json" \
-  --out "$dir" >"$dir.log" 2>&1
-echo "stack rc=$?"
+# cut short before the call's limit so that what ran still comes back; each log line
+# gets the second it was written (where the time goes, when a sweep does not fit)
+timeout -s INT "${LIMIT_S:-530}" python3 -m stack run inference-bench \
+  --params "scripts/device/inference-h200-sweep-$name.json" --out "$dir" 2>&1 |
+  while IFS= read -r line; do printf '%s %s\n' "$(date +%s)" "$line"; done >"$dir.log"
+echo "stack rc=${PIPESTATUS[0]}"
 grep -o '"message": *"[^"]*c=[^"]*"' "$dir.log" | tail -n 20
 python3 bench/inference_kv_memory.py "$dir/result.json" >"$dir/kv-memory.json"
 echo "kv rc=$?"

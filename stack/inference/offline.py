@@ -152,7 +152,7 @@ def run_case(
         warmup=cuda,
     ) as manager:
         if on_start is not None:
-            on_start()  # an independent clock's mark (bench/inference_validate.py)
+            on_start()  # a mark at the first request: the validation clock, the energy window
         began = time.perf_counter()
         with BlocksInUse(manager) as in_use:
             records = _serve(manager, prompts, max_tokens, began, timeout_s)

@@ -368,9 +368,16 @@ def run(params: dict[str, Any], ctx: RunContext) -> RunResult:
                 if cuda:
                     torch.cuda.synchronize()
                     torch.cuda.reset_peak_memory_stats()
-                t0 = time.time()
-                records, duration, cache = engine(prompts, max_tokens, concurrency=concurrency)
-                t1 = time.time()
+                # the energy's window is the duration's: from the first request added
+                # to the last token, not the engine's set-up (its cache, its graphs'
+                # warm-up), which on the H200 drew more energy than the requests did
+                began: list[float] = []
+                records, duration, cache = engine(
+                    prompts, max_tokens, concurrency=concurrency,
+                    on_start=lambda marks=began: marks.append(time.time()),
+                )  # fmt: skip
+                t0 = began[0]
+                t1 = t0 + duration
                 extra: dict[str, Any] = {"cache": cache.as_dict()}
                 if cache.tokens:
                     extra["cache_batch"] = (cache.num_blocks or 0) // per_request_blocks

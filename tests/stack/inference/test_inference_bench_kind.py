@@ -2,15 +2,23 @@
 (transformers' continuous batching) and online (`transformers serve`), end to end
 through the stack CLI, its result checked against the contract and the config."""
 
+import io
 import json
+import threading
+import time
 
 import pytest
 from stack_helpers import run_stack
 
+from stack.blas import telemetry
+from stack.blas.samples import Sample
 from stack.contract import validate_result
+from stack.events import Emitter
+from stack.inference import runner
 from stack.inference.presets import kv_bytes_per_token, preset_config
 from stack.inference.registry import RegistryError, names, resolve
 from stack.kinds import ParamsError, validate_params
+from stack.runtime import RunContext
 
 pytest.importorskip("transformers")
 
@@ -233,3 +241,41 @@ def test_a_rate_sweep_needs_a_rate_to_start_from(tmp_path):
     )
     result, _, _ = _run(tmp_path, modes=["online"], sweep="rate", request_rate=4, sweep_max_rate=3)
     assert result["status"] == "errored" and "sweep_max_rate (3), which is below" in result["error"]
+
+
+class SteadyPower(telemetry.Sampler):
+    """A GPU drawing a constant power, read every 10 ms: the energy of any window is then
+    exactly the power times the window's length."""
+
+    source = "steady"
+    watts = 500.0
+
+    def start(self) -> None:
+        self._stop = threading.Event()
+
+        def read() -> None:
+            while not self._stop.wait(0.01):
+                self._add(Sample(t=time.time(), power_w=self.watts))
+
+        self._thread = threading.Thread(target=read, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_an_offline_cases_energy_is_drawn_over_its_requests_not_the_engines_set_up(
+    tmp_path, monkeypatch
+):
+    # On the H200 the engine's set-up (its cache, its graphs' warm-up) took longer than
+    # the requests, and its energy was counted: 2,300 W over a 700 W GPU's case.
+    monkeypatch.setattr(telemetry, "make_sampler", lambda *a: SteadyPower(10))
+    params = validate_params("inference-bench", {**SMALL, "concurrency": [4]})
+    ctx = RunContext(out=tmp_path / "out", emit=Emitter(io.StringIO()), work=tmp_path)
+    (tmp_path / "out").mkdir()
+    result = runner.run(params, ctx)
+    (case,) = result.summary["cases"]
+    # equal but for the wall clock's resolution at 1.8e9 s (~0.2 us a reading)
+    watts = case["energy_j"] / case["stats"]["duration_s"]
+    assert watts == pytest.approx(SteadyPower.watts, rel=1e-4)
