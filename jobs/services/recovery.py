@@ -31,9 +31,12 @@ def reap_stuck_jobs() -> list[int]:
     # without a heartbeat: after an outage longer than the grace every such job looked
     # stuck and was reaped, though its next try would have queued it again. Left alone
     # while its live worker holds its task scheduled; once the retries are spent the task
-    # raises and the next round reaps it.
+    # raises and the next round reaps it. Once its pause is over it is still the task's
+    # while it waits for a slot, reserved (a 45-s outage reaped two such jobs when only
+    # the scheduled ones were asked for). Not an active one: a retry that runs queues its
+    # job again at once, so an active task whose job has not beaten for the grace is hung.
     retrying = (
-        held_by_workers(("scheduled",), sorted(answering)) or set()
+        held_by_workers(("scheduled", "reserved"), sorted(answering)) or set()
         if any(job.worker in answering for job in stale)
         else set()
     )

@@ -12,6 +12,7 @@ from django.utils import timezone
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
+from jobs.services.dispatch import held_by_workers
 from jobs.services.submit import enqueue
 from teams.models import SourceSnapshot
 from teams.sources import tree_of
@@ -149,6 +150,32 @@ def test_a_running_job_whose_task_waits_out_a_database_retry_is_not_reaped(
     assert enqueue(job, countdown=60, note="a retry's pause, as after a lost database")
     fault_worker.wait_for_log(f"[{job.task_id}] received")
     # What the first try left: running on that worker, its last heartbeat before the outage.
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, worker=hostname, heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
+    settings.ROCPATH_RUNNING_GRACE_S = 60
+    assert services.reap_stuck_jobs() == []
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
+
+
+def test_a_running_job_whose_retry_came_due_and_waits_for_a_slot_is_not_reaped(
+    fault_worker, private_broker, user, team, settings
+):
+    """In a 45-s PostgreSQL outage two retries came due while every slot was busy: no
+    longer scheduled but reserved, they were reaped as "stopped beating", then skipped."""
+    job = Job.objects.get(pk=_noop(user, team))
+    wait_for_status(job.pk, TERMINAL)
+    hostname = Job.objects.get(pk=job.pk).worker
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.PENDING)
+    job.refresh_from_db()
+    assert enqueue(job, countdown=15, note="a retry's pause, as after a lost database")
+    fault_worker.wait_for_log(f"[{job.task_id}] received")
+    busy = [_noop(user, team, seconds=40) for _ in range(2)]  # both of the worker's slots
+    assert wait_until(
+        lambda: Job.objects.filter(pk__in=busy, status=JobStatus.RUNNING).count() == 2, START_S
+    )
+    # Its pause over, the task waits in the worker's hands for a slot.
+    assert wait_until(lambda: job.task_id in (held_by_workers(("reserved",)) or ()), START_S)
     Job.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, worker=hostname, heartbeat_at=timezone.now() - timedelta(hours=1)
     )
