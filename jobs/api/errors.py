@@ -4,18 +4,46 @@ message quotes the value; an unknown-field message its name), so a 1.5 MB reques
 MAX_ERRORS entries, with a note saying how many were left out.
 
 It is also where a request without valid credentials meets the throttles: see
-counted_unauthenticated.
+counted_unauthenticated; and where a database that does not answer becomes a 503: see
+DatabaseUnavailable.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, Throttled
+from django.db import InterfaceError, OperationalError
+from rest_framework import status
+from rest_framework.exceptions import (
+    APIException,
+    AuthenticationFailed,
+    NotAuthenticated,
+    Throttled,
+)
 from rest_framework.views import exception_handler
+
+logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 300
 MAX_ERRORS = 20
+# What a client is told to wait before trying again while the database is away: a
+# PostgreSQL restart is back within a second or two (docs/reliability.md, Soak).
+DATABASE_RETRY_AFTER_S = 5
+# Refused, dropped or closed connections (a restart, a stop, a network cut); not a bad query.
+DATABASE_UNAVAILABLE_ERRORS = (OperationalError, InterfaceError)
+
+
+class DatabaseUnavailable(APIException):
+    """The database did not answer: a 503 saying to come back, not Django's HTML 500.
+
+    DRF turns ``wait`` into the Retry-After header, as it does for a 429.
+    """
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The database is unavailable; try again in a few seconds."
+    default_code = "database_unavailable"
+    wait = DATABASE_RETRY_AFTER_S
 
 
 def bound_message(text: str) -> str:
@@ -63,8 +91,25 @@ def counted_unauthenticated(exc: Exception, context: dict) -> Exception:
     return exc
 
 
+def database_unavailable(exc: Exception, context: dict) -> Exception:
+    """A lost database as a 503, wherever in the view it was met: authenticating the token
+    (the first query of most requests), a permission, the view's own queries."""
+    if not isinstance(exc, DATABASE_UNAVAILABLE_ERRORS):
+        return exc
+    # The 503 replaces the traceback Django would have logged: say here what it was.
+    request = context.get("request")
+    logger.warning(
+        "database unavailable for %s: %s: %s",
+        getattr(request, "path", "?"),
+        type(exc).__name__,
+        str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+    )
+    return DatabaseUnavailable()
+
+
 def bounded_exception_handler(exc: Exception, context: dict) -> Any:
-    response = exception_handler(counted_unauthenticated(exc, context), context)
+    exc = counted_unauthenticated(database_unavailable(exc, context), context)
+    response = exception_handler(exc, context)
     if response is not None and response.data is not None:
         response.data = bound_errors(response.data)
     return response

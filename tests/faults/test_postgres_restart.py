@@ -43,19 +43,24 @@ class Stack:
     folder: Path
 
     def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        status, _, answer = self.exchange(method, path, body)
+        return status, answer
+
+    def exchange(
+        self, method: str, path: str, body: dict | None = None, *, signed_in: bool = True
+    ) -> tuple[int, http.client.HTTPMessage, dict]:
+        """The status, the headers and the JSON body ({} when the body is not JSON)."""
+        headers = {"Content-Type": "application/json"}
+        if signed_in:
+            headers["Authorization"] = f"Token {self.token}"
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=START_S)
         try:
-            conn.request(
-                method,
-                path,
-                json.dumps(body) if body is not None else None,
-                {"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
-            )
+            conn.request(method, path, json.dumps(body) if body is not None else None, headers)
             response = conn.getresponse()
             raw = response.read()
         finally:
             conn.close()
-        return response.status, (json.loads(raw) if raw.startswith(b"{") else {})
+        return response.status, response.headers, (json.loads(raw) if raw.startswith(b"{") else {})
 
     def submit(self, seconds: float) -> int:
         status, body = self.request(
@@ -232,3 +237,36 @@ def test_a_postgres_restart_under_load_loses_no_job_runs_none_twice_and_serves_n
     ), pg_worker.log.read_text()[-3000:]
     orphans = [g for groups in starts.values() for g in groups if group_alive(g)]
     assert not orphans, f"runner process groups left behind: {orphans}"
+
+
+# Token authentication is the first thing each of these reads from the database, so
+# the outage meets them there; the list and the submission reach it in their own code.
+DOWN_REQUESTS = [
+    ("GET", "/api/v1/jobs/"),
+    ("POST", "/api/v1/jobs/"),
+    ("GET", "/api/v1/kinds/"),
+    ("GET", "/api/v1/workers/"),
+    ("GET", "/api/v1/"),
+]
+
+
+def test_while_postgres_is_down_every_api_request_is_a_json_503_with_retry_after(stack: Stack):
+    assert stack.request("GET", "/api/v1/jobs/")[0] == 200
+    stack.cluster.stop("fast")
+    try:
+        answers = {
+            (method, path): stack.exchange(
+                method, path, {"kind": "noop", "params": {}} if method == "POST" else None
+            )
+            for method, path in DOWN_REQUESTS
+        }
+    finally:
+        stack.cluster.start()
+
+    for request, (status, headers, body) in answers.items():
+        assert status == 503, (request, status, headers, body)
+        assert headers["Content-Type"] == "application/json", (request, headers)
+        assert int(headers["Retry-After"]) > 0, (request, headers)
+        assert "database" in body["detail"], (request, body)
+    # ... and once it is back, the same requests are answered as usual.
+    assert stack.request("GET", "/api/v1/jobs/")[0] == 200
