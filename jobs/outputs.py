@@ -233,6 +233,26 @@ def disk_usage(out_dir: Path, *, max_entries: int) -> int:
     return total
 
 
+def largest_file(out_dir: Path, *, max_entries: int) -> tuple[str, int] | None:
+    """The out folder's largest regular file (its path as it can be shown, its size), the
+    walk as careful as disk_usage's; None when it holds none. What filled a folder over
+    its cap is named by this, not the result.json that no longer fit."""
+    try:
+        folder = open_folder(out_dir)
+    except (OSError, Refused):
+        return None
+    best: tuple[str, int] | None = None
+    try:
+        for _, rel, st in walk(folder, max_entries=max_entries):
+            if stat.S_ISREG(st.st_mode) and (best is None or st.st_size > best[1]):
+                best = (_shown(rel), st.st_size)
+    except Refused:
+        pass  # past max_entries: the largest of those seen
+    finally:
+        os.close(folder)
+    return best
+
+
 def collect_artifacts(
     out_dir: Path,
     dest: Path,

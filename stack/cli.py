@@ -18,12 +18,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from stack.causes import FULL_ERRNOS, cause_of, largest_file
 from stack.contract import (
     ERRORED,
     EXIT_ERRORED,
     EXIT_OK,
     EXIT_USAGE,
     RESULT_FILENAME,
+    RUNNER_SAID_PREFIX,
     SUCCEEDED,
     exit_code_for,
 )
@@ -260,6 +262,19 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated("received SIGTERM")
 
 
+def _unwritten_result(out: Path, exc: OSError) -> str:
+    """Why result.json could not be written, the cause first. A full out folder is the
+    job's own doing: the file that filled it is named, not result.json."""
+    if exc.errno in FULL_ERRNOS:
+        found = largest_file(out)
+        filled = f"; its largest file is out/{found[0]} ({found[1]} bytes)" if found else ""
+        return (
+            f"{exc.strerror}: the out folder {out} is full{filled}, "
+            f"so {RESULT_FILENAME} could not be written"
+        )
+    return f"{cause_of(exc)}: {RESULT_FILENAME} could not be written to {out}"
+
+
 def _errored(kind: str, started_at: str, error: str) -> dict[str, Any]:
     return build_result(kind, RunResult(status=ERRORED, error=error), started_at, utc_now_iso())
 
@@ -291,7 +306,8 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
 
     Whatever the runner does (returns, raises, is sent SIGTERM), a result is
     written: an exception becomes status "errored" with "Type: message" as
-    the error and the traceback as an error event.
+    the error (an OSError its cause and path: "No space left on device: /tmp/x") and the
+    traceback as an error event.
     """
     params = apply_defaults(kind.params_schema, params)
     started_at = utc_now_iso()
@@ -318,7 +334,7 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
         import traceback
 
         emit.log(traceback.format_exc().rstrip(), level="error")
-        document = _errored(kind.name, started_at, f"{type(exc).__name__}: {exc}")
+        document = _errored(kind.name, started_at, cause_of(exc))
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -333,7 +349,7 @@ def execute(kind: Kind, params: dict[str, Any], out: Path, work: Path, emit: Emi
         document = _errored(kind.name, started_at, f"result not serialisable: {exc}")
         write_result(out, document)
     except OSError as exc:
-        sys.stderr.write(f"stack: cannot write {out / RESULT_FILENAME}: {exc}\n")
+        sys.stderr.write(f"{RUNNER_SAID_PREFIX}{_unwritten_result(out, exc)}\n")
         return EXIT_ERRORED
     if document["status"] == SUCCEEDED and emit.last_pct < 100:
         emit.progress(100, "done")

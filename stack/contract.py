@@ -21,6 +21,9 @@ from typing import Any, Literal, overload
 
 SCHEMA_VERSION = 1
 RESULT_FILENAME = "result.json"
+# How the runner's last stderr line starts when it could not write result.json: the worker
+# leads the job's error with the rest of that line (jobs/services/ingest.py).
+RUNNER_SAID_PREFIX = "stack: "
 
 # Exit codes of ``python -m stack run``. The worker reads them before it reads
 # result.json, so they must tell the three outcomes apart on their own.

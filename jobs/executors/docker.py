@@ -43,7 +43,7 @@ from jobs.executors.gpu_profiles import (
     wants_gpus,
     worker_inventory,
 )
-from jobs.outputs import Refused, disk_usage
+from jobs.outputs import Refused, disk_usage, largest_file
 
 logger = logging.getLogger(__name__)
 
@@ -408,9 +408,12 @@ def out_folder_problem(spec: JobSpec) -> str:
     except Refused as exc:
         return f"the job was stopped: {exc}"
     if used > settings.ROCPATH_OUT_MAX_BYTES:
+        found = largest_file(spec.out_dir, max_entries=settings.ROCPATH_OUT_MAX_FILES)
+        # The file that filled it, which is what the job's author has to look at.
+        largest = f", the largest out/{found[0]} at {found[1]} bytes" if found else ""
         return (
             f"the job was stopped: its out folder went over its cap of "
-            f"{settings.ROCPATH_OUT_MAX_BYTES} bytes ({used} bytes written; "
+            f"{settings.ROCPATH_OUT_MAX_BYTES} bytes ({used} bytes written{largest}; "
             "ROCPATH_OUT_MAX_BYTES)"
         )
     return ""

@@ -81,10 +81,11 @@ def _read_result(job: Job, spec: JobSpec, outcome: Outcome) -> tuple[dict | None
             cap_name="ROCPATH_RESULT_MAX_BYTES",
         )
     except FileNotFoundError:
-        return None, (
-            f"runner exited with code {outcome.exit_code} without writing result.json"
-            + (f"\n{tail}" if tail else "")
-        )
+        exited = f"runner exited with code {outcome.exit_code} without writing result.json"
+        said = _runner_said(outcome.stderr_tail)
+        # The runner's own reason (a full out folder, naming what filled it) leads: the
+        # missing result.json is its consequence, not its cause.
+        return None, (f"{said} ({exited})" if said else exited) + (f"\n{tail}" if tail else "")
     except Refused as exc:
         return None, f"{exc}: the result was refused"
     except OSError as exc:
@@ -103,6 +104,14 @@ def _read_result(job: Job, spec: JobSpec, outcome: Outcome) -> tuple[dict | None
             f"{settings.ROCPATH_SUMMARY_MAX_BYTES} bytes (ROCPATH_SUMMARY_MAX_BYTES)"
         )
     return result, ""
+
+
+def _runner_said(stderr_tail: list[str]) -> str:
+    """Why the runner wrote no result.json, when it said so as its last line (stack.cli)."""
+    lines = [line for line in stderr_tail if line.strip()]
+    if lines and lines[-1].startswith(contract.RUNNER_SAID_PREFIX):
+        return lines[-1][len(contract.RUNNER_SAID_PREFIX) :].strip()
+    return ""
 
 
 def conclude(job: Job, spec: JobSpec, outcome: Outcome, hooks: DatabaseHooks | None = None) -> str:

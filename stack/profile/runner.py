@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import stack
-from stack.child import DRIVER_FILE
+from stack.causes import traceback_cause
+from stack.child import DRIVER_FILE, failure_said
 from stack.contract import FAILED, SUCCEEDED, nesting_depth
 from stack.profile import ncu, rocprof, torch_profiler
 from stack.profile.driver import TRACE_FILE
@@ -33,7 +34,7 @@ from stack.profile.normalise import (
 )
 from stack.profile.schema import NCU, ROCPROFV3
 from stack.runtime import Measurement, RunContext, RunResult
-from stack.tools import ToolMissing, ToolTimeout, run_tool, which
+from stack.tools import ToolMissing, ToolRun, ToolTimeout, run_tool, which
 from stack.tune.shapes import count_shapes, gemms_from_trace
 
 TORCH = "torch"
@@ -88,6 +89,19 @@ def _child_env() -> dict[str, str]:
 def _tail(text: str, lines: int = 6) -> str:
     kept = [line for line in text.splitlines() if line.strip()][-lines:]
     return "\n".join(kept)[-1500:]
+
+
+def workload_failure(report: dict[str, Any], run: ToolRun) -> str:
+    """Why the workload's child failed, its cause first: its report's error, else the
+    exception its traceback ends with (a child that could not even write its report, as
+    when the sandbox's /tmp is full), else its stderr's last lines (a crash, not Python's)."""
+    return (
+        report.get("error")
+        or failure_said(run.stderr)
+        or traceback_cause(run.stderr)
+        or _tail(run.stderr)
+        or f"exit status {run.returncode}"
+    )
 
 
 class Session:
@@ -215,7 +229,7 @@ def _profile(session: Session, started: float) -> RunResult:
         )
     report = _read_report(folder)
     if not report.get("ok"):
-        reason = report.get("error") or _tail(first.stderr) or f"exit status {first.returncode}"
+        reason = workload_failure(report, first)
         return RunResult(
             status=FAILED,
             environment=environment,

@@ -24,7 +24,7 @@ from typing import Any
 
 from stack.blas.blas_tools import HIPBLASLT, search_dirs
 from stack.blas.stats import ratio_of_medians
-from stack.child import DRIVER_FILE
+from stack.child import DRIVER_FILE, failure_said
 from stack.contract import FAILED, SUCCEEDED
 from stack.kinds.tune_gemm import KIND as TUNE_GEMM
 from stack.parsers import ParseError
@@ -163,7 +163,11 @@ def _tunableop(
         try:
             report = json.loads((scratch / DRIVER_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            report = {"ok": False, "error": f"the tuning process exited {done.returncode}"}
+            report = {
+                "ok": False,
+                "error": failure_said(done.stderr)
+                or f"the tuning process exited {done.returncode}",
+            }
         if not report.get("ok"):
             return RunResult(
                 status=FAILED, artifacts=artifacts, error=f"tuning failed: {report.get('error')}"

@@ -169,3 +169,15 @@ def test_a_job_the_reaper_ended_mid_run_keeps_that_ending(team):
     assert services.conclude(job, spec, Outcome(exit_code=0)).startswith("ended elsewhere")
     job.refresh_from_db()
     assert job.status == JobStatus.ERRORED and not Measurement.objects.filter(job=job).exists()
+
+
+def test_no_result_json_because_the_out_folder_filled_leads_with_the_runners_reason(team):
+    job = _running(team)
+    said = (
+        "No space left on device: the out folder /j/out is full; its largest file is "
+        "out/big.bin (16777216 bytes), so result.json could not be written"
+    )
+    services.conclude(job, _spec(job), Outcome(exit_code=3, stderr_tail=[f"stack: {said}"]))
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERRORED
+    assert job.error.startswith(f"{said} (runner exited with code 3 without writing"), job.error

@@ -22,7 +22,12 @@ from django.db.models.functions import Length
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.base import ExecutorError, JobSpec, Outcome, Started, follow
-from jobs.executors.docker import ContainerOutput, container_params, limits_for
+from jobs.executors.docker import (
+    ContainerOutput,
+    container_params,
+    limits_for,
+    out_folder_problem,
+)
 from jobs.executors.gpu_profiles import NO_GPU
 from jobs.models import JobEvent
 from tests.factories import make_job
@@ -219,6 +224,20 @@ def test_a_real_containers_log_driver_is_capped(docker_worker, api):
     assert log["Type"] == "json-file" and log["Config"]["max-size"] and log["Config"]["max-file"]
     assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
     wait_for_status(job_id, TERMINAL, timeout=JOB_S)
+
+
+def test_an_out_folder_over_its_cap_names_its_largest_file_not_result_json(tmp_path, settings):
+    settings.ROCPATH_OUT_MAX_BYTES = 4096
+    spec = JobSpec(job_id=1, kind="noop", job_dir=tmp_path, timeout_s=60)
+    (spec.out_dir / "logs").mkdir(parents=True)
+    (spec.out_dir / "result.json").write_text("{}")
+    (spec.out_dir / "logs" / "small.txt").write_bytes(b"x" * 100)
+    (spec.out_dir / "logs" / "dump.bin").write_bytes(b"x" * 8192)
+
+    problem = out_folder_problem(spec)
+    assert "its out folder went over its cap of 4096 bytes" in problem, problem
+    assert "the largest out/logs/dump.bin at 8192 bytes" in problem, problem
+    assert "result.json" not in problem
 
 
 @pytest.mark.containers
