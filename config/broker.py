@@ -17,6 +17,7 @@ job's row, not the message, says what must run (jobs.services.dispatch).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
@@ -58,6 +59,21 @@ def task_ids_in_broker(queues: set[str]) -> set[str] | None:
         for payload in raw:
             ids.add(_task_id(json.loads(payload)))
         return ids | _delivered(channel)
+
+
+def broker_started_at() -> datetime | None:
+    """When the broker's server last started, on this process's clock (Redis: its
+    ``uptime_in_seconds``, rounded down, so the latest it can have been); None where the
+    transport cannot say. A message sent before then is gone unless the server kept it
+    on disk; one sent in the second after it is still held, and so not sent again."""
+    from config.celery import app
+
+    with app.connection_for_read() as connection:
+        channel = connection.default_channel
+        if not isinstance(channel, kombu_redis.Channel):
+            return None
+        uptime = int(channel.client.info("server")["uptime_in_seconds"])
+    return datetime.now(UTC) - timedelta(seconds=uptime)
 
 
 def delivered_task_ids() -> set[str] | None:

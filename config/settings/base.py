@@ -463,8 +463,9 @@ ROCPATH_CONTROL_QUEUE = (
     env_str("ROCPATH_CONTROL_QUEUE", "") or f"{CELERY_TASK_DEFAULT_QUEUE}-control"
 )
 # Every ROCPATH_DISPATCH_INTERVAL_S the dispatcher queues the jobs left pending (the broker
-# was down) and sends again those queued for ROCPATH_REDISPATCH_AFTER_S with no worker's
-# claim and no message of theirs in the broker (it lost them: a restart without persistence).
+# was down) and sends again those queued before Redis last started, or for
+# ROCPATH_REDISPATCH_AFTER_S, with no worker's claim and no message of theirs in the broker
+# (it lost them: a restart without persistence).
 # Above the longest retry pause (60 s), whose message a worker holds until it is due.
 ROCPATH_DISPATCH_INTERVAL_S = env_int("ROCPATH_DISPATCH_INTERVAL_S", 10, minimum=1)
 ROCPATH_REDISPATCH_AFTER_S = env_int("ROCPATH_REDISPATCH_AFTER_S", 120, minimum=61)

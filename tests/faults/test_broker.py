@@ -187,13 +187,18 @@ def test_a_running_job_whose_retry_came_due_and_waits_for_a_slot_is_not_reaped(
 def test_a_redis_sigkill_under_load_loses_no_job_and_runs_none_twice(
     fault_worker, private_broker, user, team, settings
 ):
-    settings.ROCPATH_REDISPATCH_AFTER_S = 0  # the dispatcher's wait, cut to nothing here
     jobs = [_noop(user, team, seconds=2) for _ in range(6)]  # two slots: two run, four wait
     assert wait_until(
         lambda: Job.objects.filter(pk__in=jobs, status=JobStatus.RUNNING).count() == 2, START_S
     )
     private_broker.stop(signal.SIGKILL)  # no persistence: the waiting messages are gone
     private_broker.start()
+    # The backlog is sent again at the first dispatch (one interval, 10 s, after Redis is
+    # back), not once it has waited ROCPATH_REDISPATCH_AFTER_S (120 s).
+    waiting = set(
+        Job.objects.filter(pk__in=jobs, status=JobStatus.QUEUED).values_list("pk", flat=True)
+    )
+    assert len(waiting) == 4 and set(services.dispatch_jobs()["resent"]) == waiting
 
     def all_ended() -> bool:
         services.dispatch_jobs()  # what beat asks of the control worker every interval
