@@ -36,6 +36,7 @@ from config.celery import queue_task
 from jobs.choices import JobStatus, LaunchType
 from jobs.finished import job_finished
 from jobs.models import Job, Schedule
+from jobs.services.dispatch import broker_answered
 from results import webhooks
 from results.alert_models import (
     Alert,
@@ -56,10 +57,15 @@ logger = logging.getLogger(__name__)
 DELIVER_TASK = "results.deliver_alert"
 RETRIED_STATUSES = frozenset({408, 425, 429}) | frozenset(range(500, 600))
 FAILED_JOB_STATUSES = frozenset({JobStatus.FAILED, JobStatus.ERRORED})
-# A delivery whose next try is this far overdue lost its message (a broker restart):
-# the stalled-schedule sweep queues it again.
-OVERDUE_S = 300
+# A delivery whose next try is this far overdue lost its message (a broker restart, a
+# try killed mid-way): the dispatcher queues it again. A message merely late (a long
+# alert queue) sent twice is harmless: each try is claimed once.
+OVERDUE_S = 60
 REGRESSIONS_LISTED = 50
+# What a try's row says until the try records its answer: for ever, if its process died.
+UNFINISHED = (
+    "no answer recorded: the try is under way, or its process was killed before it finished"
+)
 
 
 # --- telling -----------------------------------------------------------------------
@@ -215,12 +221,24 @@ def deliver(delivery_id: int) -> float | None:
         )
         return None
     number = delivery.attempts + 1
-    claimed = Delivery.objects.filter(
-        pk=delivery.pk, attempts=delivery.attempts, status=delivery.status
-    ).update(attempts=number)
+    started = timezone.now()
+    # The try's row is written with its claim: a try whose process is killed mid-way
+    # (a receiver that hangs, a worker SIGKILLed) is counted, so it must be in the log
+    # too, saying it did not finish (the replay found 4 tries and 3 rows).
+    with transaction.atomic():
+        claimed = Delivery.objects.filter(
+            pk=delivery.pk, attempts=delivery.attempts, status=delivery.status
+        ).update(attempts=number)
+        if claimed:
+            DeliveryAttempt.objects.create(
+                delivery=delivery,
+                number=number,
+                started_at=started,
+                finished_at=started,
+                error=UNFINISHED,
+            )
     if not claimed:
         return None
-    started = timezone.now()
     if delivery.channel == DeliveryChannel.WEBHOOK:
         code, error, excerpt, passing, retry_after = _try_webhook(delivery)
     else:
@@ -229,10 +247,7 @@ def deliver(delivery_id: int) -> float | None:
     retry = passing and number < settings.ROCPATH_ALERT_MAX_ATTEMPTS
     wait = backoff_s(number, retry_after) if retry else None
     with transaction.atomic():
-        DeliveryAttempt.objects.create(
-            delivery=delivery,
-            number=number,
-            started_at=started,
+        DeliveryAttempt.objects.filter(delivery=delivery, number=number).update(
             finished_at=finished,
             status_code=code,
             error=error[:2000],
@@ -341,7 +356,8 @@ def _email_text(alert: Alert, label: str) -> str:
     return "\n".join(lines)
 
 
-def requeue_overdue() -> list[int]:
+@receiver(broker_answered, dispatch_uid="results.alerts.requeue_overdue")
+def requeue_overdue(sender: object = None, **_: object) -> list[int]:
     """Queue again the deliveries whose next try is long overdue (their message was lost)."""
     cutoff = timezone.now() - timedelta(seconds=OVERDUE_S)
     ids = list(

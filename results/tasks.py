@@ -25,8 +25,7 @@ def deliver_alert(delivery_id: int) -> float | None:
 
 @shared_task(name="results.check_stalled_schedules", ignore_result=True)
 def check_stalled_schedules() -> list[int]:
-    """The beat's sweep: stalled schedules, and deliveries whose message was lost."""
-    alerts.requeue_overdue()
+    """The beat's sweep of stalled schedules (lost deliveries: the dispatcher's)."""
     return alerts.check_stalled_schedules()
 
 

@@ -15,6 +15,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.dispatch import Signal
 from django.utils import timezone
 
 from config.broker import broker_started_at, delivered_task_ids, task_ids_in_broker
@@ -26,6 +27,9 @@ from teams.sources import send_unsent
 
 logger = logging.getLogger(__name__)
 
+# Sent by each dispatch once the broker answers; a receiver sends again what of its own
+# the broker lost and returns the ids (results.alerts: the deliveries).
+broker_answered = Signal()
 RESENT = "message sent again"  # the start of the log line a re-send writes (recovery reads it)
 LOST_BY_BROKER = (
     "the broker no longer holds its message (a broker restart loses what it had not "
@@ -40,7 +44,7 @@ LOST_BY_WORKER = (
 def dispatch_jobs() -> dict[str, list[int]]:
     """Queue the pending jobs and sources and re-send the queued jobs the broker lost;
     what was done."""
-    done: dict[str, list[int]] = {"queued": [], "resent": [], "sources": []}
+    done: dict[str, list[int]] = {"queued": [], "resent": [], "sources": [], "alerts": []}
     if not broker_answers():
         return done  # nothing can be sent: leave every job as it is, try next interval
     for job in Job.objects.filter(status=JobStatus.PENDING).order_by("created_at"):
@@ -48,6 +52,10 @@ def dispatch_jobs() -> dict[str, list[int]]:
             done["queued"].append(job.pk)
     # A source snapshot's extraction or clone the broker could not take, the same way.
     done["sources"] = send_unsent()
+    # And what the layers above lost with the broker (an alert's delivery): theirs to
+    # send again, on this beat, every interval.
+    for _receiver, sent in broker_answered.send(sender=dispatch_jobs):
+        done["alerts"] += sent or []
     queued = Job.objects.filter(status=JobStatus.QUEUED)
     now = timezone.now()
     # A job queued before the broker last started had its message in a server that is
@@ -82,12 +90,13 @@ def dispatch_jobs() -> dict[str, list[int]]:
     for job in taken if alive is not None else []:
         if job.task_id not in alive and resend(job, LOST_BY_WORKER):
             done["resent"].append(job.pk)
-    if done["queued"] or done["resent"] or done["sources"]:
+    if any(done.values()):
         logger.warning(
-            "dispatcher: queued %s, sent again %s, sources sent %s",
+            "dispatcher: queued %s, sent again %s, sources sent %s, alerts sent again %s",
             done["queued"],
             done["resent"],
             done["sources"],
+            done["alerts"],
         )
     return done
 

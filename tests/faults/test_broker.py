@@ -9,11 +9,13 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
+from config.broker import task_ids_in_broker
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
 from jobs.services.dispatch import held_by_workers
 from jobs.services.submit import enqueue
+from results.models import Alert, AlertEvent, Delivery
 from teams.models import SourceSnapshot
 from teams.sources import tree_of
 from tests.archives import KERNEL, tar_bytes, tar_entry
@@ -58,7 +60,8 @@ def test_a_submission_while_the_broker_is_down_is_accepted_pending_and_runs_once
     assert body["status"] == "pending" and "queued when the broker is back" in body["detail"]
     assert response["Location"] == body["links"]["self"]
 
-    assert services.dispatch_jobs() == {"queued": [], "resent": [], "sources": []}  # untouched
+    untouched = {"queued": [], "resent": [], "sources": [], "alerts": []}
+    assert services.dispatch_jobs() == untouched
     private_broker.start()
     assert services.dispatch_jobs()["queued"] == [body["id"]]
     job = wait_for_status(body["id"], TERMINAL)
@@ -107,6 +110,20 @@ def test_a_backlog_a_redis_restart_threw_away_is_sent_again_and_runs(
             assert job.status == JobStatus.SUCCEEDED and job.attempt == 1, job.error
     finally:
         worker.stop()
+
+
+def test_an_alert_whose_message_the_broker_lost_is_sent_again_at_the_next_dispatch(
+    transactional_db, private_broker, team, settings
+):
+    """It waited for the stalled-schedule sweep, every 5 minutes, and 5 minutes overdue."""
+    alert = Alert.objects.create(project=make_project(team, "solver"), event=AlertEvent.TEST)
+    delivery = Delivery.objects.create(
+        alert=alert, channel="webhook", target="https://hooks.example.com/x", body="{}"
+    )
+    # Created two minutes ago; its message went with a broker restart.
+    Delivery.objects.filter(pk=delivery.pk).update(created_at=timezone.now() - timedelta(minutes=2))
+    assert services.dispatch_jobs()["alerts"] == [delivery.pk]
+    assert task_ids_in_broker({settings.ROCPATH_ALERT_QUEUE}), "nothing was queued"
 
 
 def test_a_queued_job_nobody_consumes_is_reaped_saying_no_worker_consumes_its_queue(

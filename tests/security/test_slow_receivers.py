@@ -9,7 +9,10 @@ re-sent for ever; and the page's "Send a test alert" cannot be pressed in a loop
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -75,6 +78,30 @@ def test_a_receiver_dripping_bytes_holds_a_try_no_longer_than_its_deadline(team,
     delivery.refresh_from_db()
     attempt = delivery.tries.get()
     assert "deadline" in attempt.error and delivery.status == DeliveryStatus.RETRYING
+
+
+@pytest.mark.process
+@pytest.mark.django_db(transaction=True)  # the try runs in a process of its own
+def test_a_try_whose_process_is_killed_mid_way_is_in_the_delivery_log_saying_so(
+    team, settings, drip
+):
+    settings.ROCPATH_WEBHOOK_HOST_ALLOW = ["127.0.0.1/32"]
+    project = make_project(team, "solver")
+    alerts.save_settings(project, webhook_urls=[drip], emails=[], events=[AlertEvent.TEST])
+    alert = Alert.objects.create(project=project, event=AlertEvent.TEST)
+    delivery = Delivery.objects.create(alert=alert, channel="webhook", target=drip, body="{}")
+    code = (
+        f"import django; django.setup(); from results import alerts; alerts.deliver({delivery.pk})"
+    )
+    env = worker_env(settings, ROCPATH_WEBHOOK_HOST_ALLOW="127.0.0.1/32")
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    try:
+        assert wait_until(lambda: Delivery.objects.get(pk=delivery.pk).attempts == 1, 60, 0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # as a worker killed while the receiver drips
+        proc.wait()
+    (attempt,) = Delivery.objects.get(pk=delivery.pk).tries.all()
+    assert attempt.number == 1 and attempt.error == alerts.UNFINISHED
 
 
 def test_a_delivery_whose_tries_were_lost_is_ended_not_sent_again(team, settings, monkeypatch):
