@@ -218,9 +218,16 @@ def _sandboxed_runner(request: dict, box: dict, facts: dict, status: int, life_r
         readable, _, _ = select.select([life_r], [], [], 0)
         if readable:  # its parent (outside the namespace) is already gone
             os._exit(SANDBOX_FAILED)
-        os.close(life_r)
         os.setsid()  # as bwrap's --new-session
         sandbox.enter(box, facts)
+        # Taking the job's uid cleared the parent-death signal (the kernel drops it when
+        # credentials change): armed again, or a SIGKILL to the child outside (the out
+        # folder's watch, a job deaf to SIGTERM) left this runner running on its own.
+        sandbox.die_with_parent()
+        readable, _, _ = select.select([life_r], [], [], 0)
+        if readable:  # its parent died in between
+            os._exit(SANDBOX_FAILED)
+        os.close(life_r)
     except BaseException as exc:
         _report(
             status,

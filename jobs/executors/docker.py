@@ -10,7 +10,8 @@ removed, and only this deployment's: another rocpath may share the engine.
 
 Over 400 lines: one engine's three parts, each short, that share its labels and
 client: the container's sandbox (container_params, limits_for), its run (start,
-ContainerRun, ContainerOutput, OutWatch) and the sweep of what a lost worker left.
+ContainerRun, ContainerOutput; its out folder watched by jobs.executors.outwatch) and
+the sweep of what a lost worker left.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from jobs.executors.gpu_profiles import (
     wants_gpus,
     worker_inventory,
 )
-from jobs.outputs import Refused, disk_usage, largest_file
+from jobs.executors.outwatch import OutWatch
 
 logger = logging.getLogger(__name__)
 
@@ -54,11 +55,6 @@ LABEL_DEPLOYMENT = "rocpath.deployment"  # settings.ROCPATH_DEPLOYMENT: whose co
 CONTAINER_UID = 10001  # the "rocpath" user of the job images
 STOP_GRACE_S = 5
 CONTAINER_TMP = "/tmp"  # noqa: S108 - the container's own tmpfs, not the host's /tmp
-# How often a running container's out folder is measured against ROCPATH_OUT_MAX_BYTES (at
-# least; a folder that takes long to walk is walked less often): what a job can write at
-# most is the cap plus what it writes in this time and the kill's. No single file can grow
-# past ROCPATH_ARTIFACT_MAX_BYTES at all (RLIMIT_FSIZE in the container).
-OUT_CHECK_S = 0.02
 
 
 def client() -> Any:
@@ -285,7 +281,7 @@ class ContainerRun(Started):
     def __init__(self, container: Any, spec: JobSpec, digest: str, output: Any) -> None:
         self.container, self.spec, self.digest = container, spec, digest
         self.output = ContainerOutput(output)
-        self.watch = OutWatch(container, spec)
+        self.watch = OutWatch(spec, kill=lambda: _kill(container))
         self.watch.start()
         self._next_poll = 0.0  # when the engine is next asked whether it still runs
         self._exited_at: float | None = None  # when it was first seen exited
@@ -330,9 +326,7 @@ class ContainerRun(Started):
             stopped = True
         status = self.container.wait(timeout=60)
         if outcome.limit_exceeded:
-            with contextlib.suppress(Refused):
-                final = disk_usage(self.spec.out_dir, max_entries=settings.ROCPATH_OUT_MAX_FILES)
-                outcome.limit_exceeded += f"; {final} bytes by the time it was killed"
+            outcome.limit_exceeded = self.watch.final_problem()
         code = int(status.get("StatusCode", -1))
         if code == 137:  # SIGKILL: ours, or the kernel's OOM killer? Only the engine knows.
             self.container.reload()
@@ -373,50 +367,6 @@ class ContainerOutput:
             self.ended = True
             items = items[: items.index(None)]
         return items
-
-
-class OutWatch(threading.Thread):
-    """Measures a running container's out folder and kills the container when it is over
-    its caps (bytes, entries): a thread of its own, so a busy log does not delay it."""
-
-    def __init__(self, container: Any, spec: JobSpec) -> None:
-        super().__init__(daemon=True, name=f"out-watch-{spec.job_id}")
-        self.container, self.spec = container, spec
-        self.problem = ""
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        while not self.done.is_set():
-            started = time.monotonic()
-            problem = out_folder_problem(self.spec)
-            if problem:
-                self.problem = problem
-                _kill(self.container)  # no grace: a writer fills a disk in seconds
-                return
-            # a large folder is walked less often: the watch takes at most a tenth of a CPU
-            self.done.wait(max(OUT_CHECK_S, 10 * (time.monotonic() - started)))
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join(timeout=5)
-
-
-def out_folder_problem(spec: JobSpec) -> str:
-    """Why a running job must be stopped for what it wrote to out/, or ''."""
-    try:
-        used = disk_usage(spec.out_dir, max_entries=settings.ROCPATH_OUT_MAX_FILES)
-    except Refused as exc:
-        return f"the job was stopped: {exc}"
-    if used > settings.ROCPATH_OUT_MAX_BYTES:
-        found = largest_file(spec.out_dir, max_entries=settings.ROCPATH_OUT_MAX_FILES)
-        # The file that filled it, which is what the job's author has to look at.
-        largest = f", the largest out/{found[0]} at {found[1]} bytes" if found else ""
-        return (
-            f"the job was stopped: its out folder went over its cap of "
-            f"{settings.ROCPATH_OUT_MAX_BYTES} bytes ({used} bytes written{largest}; "
-            "ROCPATH_OUT_MAX_BYTES)"
-        )
-    return ""
 
 
 def _kill(container: Any) -> None:

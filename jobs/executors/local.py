@@ -179,6 +179,7 @@ class LocalExecutor(Executor):
 
     def start(self, spec: JobSpec, hooks: ExecutionHooks) -> Runner:
         runner = self._start(spec)
+        runner.watch_out(spec)
         log(hooks, f"runner started: process group {runner.pid} ({runner.mode})")
         return runner
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,8 @@ from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
 from tests.hooks import Recorder, alive
 from tests.waits import PROMPT_S
+
+MIB = 2**20
 
 
 @pytest.fixture(
@@ -165,3 +171,30 @@ def test_a_job_asking_for_a_memory_limit_is_held_to_it(tmp_path):
     assert outcome.exit_code == 1 and result["status"] == "failed"
     assert result["error"].startswith("allocation refused after")
     assert result["summary"]["allocated_mb"] < 256
+
+
+@pytest.fixture
+def tmpfs_job_dir(tmp_path) -> Iterator[Path]:
+    """The job's folder on a 512 MiB tmpfs: what the job writes fills that, never the disk."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    root = tmp_path / "job"
+    root.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(root)], check=True)
+    try:
+        yield root
+    finally:
+        subprocess.run(["umount", "-l", str(root)], check=False)
+
+
+@pytest.mark.process
+def test_a_local_job_writing_past_its_out_folder_cap_is_stopped_near_the_cap(
+    tmpfs_job_dir, settings
+):
+    # It wrote 8 x 30 MiB past a 64 MiB cap, and only ingest refused the folder.
+    settings.ROCPATH_OUT_MAX_BYTES = 64 * MIB
+    spec = _spec(tmpfs_job_dir, "noop", {"write_bytes": 400 * MIB})
+    outcome = LocalExecutor().run(spec, Recorder())
+    assert "its out folder went over its cap of 67108864 bytes" in outcome.limit_exceeded
+    final = int(outcome.limit_exceeded.split("; ")[-1].split()[0])
+    assert final <= 128 * MIB, outcome.limit_exceeded  # the cap and 64 MiB at most

@@ -22,13 +22,9 @@ from django.db.models.functions import Length
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.base import ExecutorError, JobSpec, Outcome, Started, follow
-from jobs.executors.docker import (
-    ContainerOutput,
-    container_params,
-    limits_for,
-    out_folder_problem,
-)
+from jobs.executors.docker import ContainerOutput, container_params, limits_for
 from jobs.executors.gpu_profiles import NO_GPU
+from jobs.executors.outwatch import out_folder_problem
 from jobs.models import JobEvent
 from tests.factories import make_job
 from tests.hooks import Recorder

@@ -23,6 +23,7 @@ from pathlib import Path
 from django.conf import settings
 
 from jobs.executors.base import ExecutorError, JobSpec, Outcome, Started
+from jobs.executors.outwatch import OutWatch
 from jobs.executors.sandbox import (
     Limits,
     bwrap_argv,
@@ -74,6 +75,14 @@ class Runner(Started):
     _selector: selectors.BaseSelector | None = None
     _stopped_at: float | None = None  # when stop() sent SIGTERM
     _exited_at: float | None = None  # when the runner itself was seen gone
+    _watch: OutWatch | None = None
+
+    def watch_out(self, spec: JobSpec) -> None:
+        """Kill the runner's group the moment its out folder goes over its caps, as the
+        docker engine does a container's (a local job wrote 310 MiB past a 64 MiB cap
+        before ingest refused it)."""
+        self._watch = OutWatch(spec, kill=self.kill)
+        self._watch.start()
 
     @abstractmethod
     def poll(self) -> int | None: ...
@@ -113,9 +122,13 @@ class Runner(Started):
         elif self._exited_at is not None and now - self._exited_at > KILL_GRACE_S:
             # The runner is gone but something it started still holds the pipes.
             self.kill()
-        return ""
+        return self._watch.problem if self._watch is not None else ""
 
     def wait(self, outcome: Outcome) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            if self._watch.problem:  # the watch killed it: that is why it ended
+                outcome.limit_exceeded = self._watch.final_problem()
         if self._selector is not None:
             self._selector.close()
         self.close_pipes()
