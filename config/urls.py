@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config.health import healthz
+from jobs.health import control_worker
 from results.metrics import metrics_view
 
 
@@ -24,7 +25,8 @@ class Favicon(RedirectView):
 # gone: its styles are injected inline at run time, which the CSP refuses; its old address
 # leads to the Swagger UI.
 urlpatterns = [
-    path("healthz", healthz, name="healthz"),  # container health checks (compose.yaml)
+    # Container health checks (compose.yaml): the database, the broker, the control worker.
+    path("healthz", healthz, {"control_worker": control_worker}, name="healthz"),
     path("metrics", metrics_view, name="metrics"),  # Prometheus (docs/metrics.md)
     path("favicon.ico", Favicon.as_view(), name="favicon"),
     path("admin/", admin.site.urls),

@@ -6,6 +6,7 @@ from django.contrib import admin
 from jobs.fleet_view import WorkerState, state_of
 from jobs.models import (
     Artifact,
+    ControlBeat,
     Environment,
     GpuLease,
     Job,
@@ -238,6 +239,20 @@ class WorkerAdmin(admin.ModelAdmin):
     @admin.display(description="state")
     def state(self, worker: Worker) -> str:
         return state_of(worker)
+
+    def has_add_permission(self, request: object) -> bool:
+        return False
+
+    def has_change_permission(self, request: object, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(ControlBeat)
+class ControlBeatAdmin(admin.ModelAdmin):
+    """Read-only: a row is the control worker's own stamp (jobs.signals); /healthz reads it."""
+
+    list_display = ["task", "at", "worker"]
+    readonly_fields = ["task", "at", "worker"]
 
     def has_add_permission(self, request: object) -> bool:
         return False

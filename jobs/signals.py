@@ -86,6 +86,29 @@ def _fresh_connections(**_: object) -> None:
     close_old_connections()
 
 
+@task_prerun.connect
+def _control_beat(sender: object = None, **_: object) -> None:
+    """A task taken from the control queue stamps the control worker's beat (/healthz).
+
+    Only a delivery from that queue counts (a task run eagerly, in tests or a shell, says
+    nothing of the control worker); stamped as the task starts, so one that then fails on
+    a passing error still shows the worker alive. A failed stamp is logged, never a reason
+    for the dispatcher not to run.
+    """
+    from django.conf import settings
+
+    request = getattr(sender, "request", None)
+    delivery = getattr(request, "delivery_info", None) or {}
+    if delivery.get("routing_key") != settings.ROCPATH_CONTROL_QUEUE:
+        return
+    from jobs.models.control_beat import record_beat
+
+    try:
+        record_beat(str(getattr(sender, "name", "")), str(getattr(request, "hostname", "") or ""))
+    except Exception:  # the database is down: the task itself will say so
+        logger.warning("could not record the control worker's beat", exc_info=True)
+
+
 # --- fleet: announcement, beat and stop (jobs.fleet) ---
 @worker_init.connect
 def _check_inventory(**_: object) -> None:

@@ -469,6 +469,18 @@ ROCPATH_CONTROL_QUEUE = (
 # Above the longest retry pause (60 s), whose message a worker holds until it is due.
 ROCPATH_DISPATCH_INTERVAL_S = env_int("ROCPATH_DISPATCH_INTERVAL_S", 10, minimum=1)
 ROCPATH_REDISPATCH_AFTER_S = env_int("ROCPATH_REDISPATCH_AFTER_S", 120, minimum=61)
+# /healthz answers 503 once no control-queue task has started for this long (the control
+# worker or beat is down: nothing dispatches, nothing reaps). The dispatcher starts one every
+# ROCPATH_DISPATCH_INTERVAL_S, so three missed intervals, and never under 30 s (a start).
+ROCPATH_CONTROL_STALE_S = env_int(
+    "ROCPATH_CONTROL_STALE_S", max(30, 3 * ROCPATH_DISPATCH_INTERVAL_S), minimum=10
+)
+if ROCPATH_CONTROL_STALE_S <= ROCPATH_DISPATCH_INTERVAL_S:
+    raise ImproperlyConfigured(
+        f"ROCPATH_CONTROL_STALE_S={ROCPATH_CONTROL_STALE_S} is not above "
+        f"ROCPATH_DISPATCH_INTERVAL_S={ROCPATH_DISPATCH_INTERVAL_S}: /healthz would call "
+        "the control worker down between two dispatches"
+    )
 # Every ROCPATH_SCHEDULE_INTERVAL_S the beat fires the schedules that are due (a job may
 # start that much after its cron time); one due longer ago than ROCPATH_SCHEDULE_LATE_S
 # counts as stopped (nothing fires it: docs/schedules.md).
@@ -502,9 +514,17 @@ if ROCPATH_COMPARE_QUEUE in {ROCPATH_CONTROL_QUEUE, ROCPATH_ALERT_QUEUE, CELERY_
         "their slots)"
     )
 _CONTROL = {"queue": ROCPATH_CONTROL_QUEUE}
-# The periodic tasks, each routed to the control queue (beat sends them there too).
+# The periodic tasks, each routed to the control queue (beat sends them there too). Each
+# message expires after its own interval: those beat sent while the control worker was down
+# are discarded on receipt (Celery revokes an expired task) rather than all run back to back
+# when it returns; the next firing does the work once. (Beat's and the worker's clocks must
+# agree to well under the interval: NTP.)
 CELERY_BEAT_SCHEDULE = {
-    name: {"task": task, "schedule": float(interval), "options": dict(_CONTROL)}
+    name: {
+        "task": task,
+        "schedule": float(interval),
+        "options": {**_CONTROL, "expires": float(interval)},
+    }
     for name, task, interval in (
         ("reap-stuck-jobs", "jobs.reap_stuck_jobs", ROCPATH_REAPER_INTERVAL_S),
         ("reap-source-staging", "teams.reap_source_staging", ROCPATH_SOURCE_REAPER_INTERVAL_S),
@@ -527,7 +547,7 @@ ROCPATH_SCHEDULE_STALL_CHECK_S = env_int("ROCPATH_SCHEDULE_STALL_CHECK_S", 300, 
 CELERY_BEAT_SCHEDULE["check-stalled-schedules"] = {
     "task": "results.check_stalled_schedules",
     "schedule": float(ROCPATH_SCHEDULE_STALL_CHECK_S),
-    "options": dict(_CONTROL),
+    "options": {**_CONTROL, "expires": float(ROCPATH_SCHEDULE_STALL_CHECK_S)},
 }
 CELERY_TASK_ROUTES["results.check_stalled_schedules"] = _CONTROL
 CELERY_TASK_ROUTES["results.deliver_alert"] = {"queue": ROCPATH_ALERT_QUEUE}

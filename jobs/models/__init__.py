@@ -1,6 +1,7 @@
 """Models of the jobs app, one module per concern."""
 
 from jobs.models.artifact import Artifact
+from jobs.models.control_beat import ControlBeat
 from jobs.models.environment import Environment
 from jobs.models.event import JobEvent
 from jobs.models.gpu_lease import GpuLease
@@ -12,6 +13,7 @@ from jobs.models.worker import Worker
 
 __all__ = [
     "Artifact",
+    "ControlBeat",
     "Environment",
     "GpuLease",
     "IllegalTransition",
