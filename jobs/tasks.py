@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import logging
+import re
+from typing import Any
 
-from celery import shared_task
+from billiard.einfo import ExceptionWithTraceback
+from billiard.exceptions import WorkerLostError
+from celery import Task, shared_task
+from celery.worker.request import Request
 from django.conf import settings
+from django.db import close_old_connections, connections
 
 from jobs import services
 from jobs.services.ingest import DATABASE_ERRORS
@@ -17,8 +23,71 @@ DB_RETRY_BASE_S = 2  # then 4, 8, ... up to DB_RETRY_MAX_S, ROCPATH_DB_RETRIES t
 DB_RETRY_MAX_S = 60
 
 
+class RunJobRequest(Request):
+    """A job's message in the worker's main process, which outlives a killed pool child."""
+
+    def on_failure(self, exc_info: Any, send_failed_event: bool = True, return_ok: bool = False):
+        # Celery puts the message back (reject_on_worker_lost) and fires nothing else in
+        # this process: no task_failure, no Task.on_failure (those run in the dead child).
+        # The runner died with the child, so the job must be ended here and now; the
+        # message put back then finds it ended and does nothing.
+        how = _lost_how(
+            exc_info.exception, cancelled=self._already_cancelled or self._already_revoked
+        )
+        if how is not None:
+            self._end_lost_run(how)
+        return super().on_failure(
+            exc_info, send_failed_event=send_failed_event, return_ok=return_ok
+        )
+
+    def _end_lost_run(self, how: str) -> None:
+        job_id = self.args[0] if self.args else self.kwargs.get("job_id")
+        if job_id is None:
+            return
+        # This process's connection may have gone stale while it sat idle: one more try
+        # on a fresh one. Failing that, the reaper still ends the job after its grace.
+        for last in (False, True):
+            try:
+                close_old_connections()
+                if services.end_lost_run(
+                    int(job_id), task_id=self.id or "", worker=self.hostname or "", how=how
+                ):
+                    logger.warning("job %s: its pool child was lost (%s): ended", job_id, how)
+                return
+            except DATABASE_ERRORS:
+                if last:
+                    logger.exception(
+                        "job %s: could not end it after its pool child was lost", job_id
+                    )
+                    return
+                connections.close_all()
+            except Exception:
+                logger.exception("job %s: could not end it after its pool child was lost", job_id)
+                return
+
+
+def _lost_how(exc: BaseException, *, cancelled: bool) -> str | None:
+    """How the pool child went, as billiard said it ("signal 9 (SIGKILL)"); None when the
+    failure is not a lost child (the task raised, or we terminated it ourselves)."""
+    if isinstance(exc, ExceptionWithTraceback):
+        exc = exc.exc
+    if isinstance(exc, WorkerLostError):
+        said = str(exc)
+    elif isinstance(exc, SystemExit) and not cancelled:  # billiard >= 4.3 reports this too
+        said = f"exitcode {exc.code}"
+    else:
+        return None
+    found = re.search(r"signal \d+ \(\w+\)|exitcode -?\d+", said)
+    return found.group(0) if found else said.removeprefix("Worker exited prematurely: ")[:200]
+
+
+class RunJobTask(Task):
+    Request = RunJobRequest
+
+
 @shared_task(
     name="jobs.run_job",
+    base=RunJobTask,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,

@@ -17,6 +17,7 @@ from jobs.services.ingest import Gathered, conclude, gather, ingest_result
 from jobs.services.paths import artifact_dir, artifact_file, cache_dir_for, job_dir
 from jobs.services.recovery import (
     cancel_slurm_jobs_of,
+    end_lost_run,
     reap_stuck_jobs,
     recover_worker_jobs,
     sweep_containers,
@@ -54,6 +55,7 @@ __all__ = [
     "check_submission",
     "conclude",
     "dispatch_jobs",
+    "end_lost_run",
     "enqueue",
     "environment_digest",
     "environment_identity",

@@ -168,6 +168,31 @@ def cancel_slurm_jobs_of(jobs: list[int]) -> list[str]:
     return cancel_jobs(jobs=set(jobs))
 
 
+def end_lost_run(job_id: int, *, task_id: str, worker: str, how: str = "") -> bool:
+    """End the job the pool child that was running it took with it; True when it was ended.
+
+    Called in the worker's main process when Celery reports the child lost (jobs.tasks):
+    the runner dies with the child, so nobody will finish the job, and waiting for the
+    reaper left it running for its grace and blamed a database or broker error. Only the
+    run of this task on this worker is ended: a job queued again, claimed under another
+    message, or already ended is left alone (the status guard of the move makes it once).
+    Not run again: a process killed mid-run (the kernel's OOM killer, an operator) is
+    likely to be killed again.
+    """
+    job = Job.objects.filter(
+        pk=job_id, status=JobStatus.RUNNING, task_id=task_id, worker=worker
+    ).first()
+    if job is None or not task_id:
+        return False
+    if how.startswith("exitcode"):  # it exited by itself: "killed" would mislead
+        went = f"exited mid-run ({how})"
+    else:
+        went = f"was killed{f' ({how})' if how else ''} mid-run (out of memory, or by hand?)"
+    return job.fail_to_run(
+        f"worker lost: the process running the job on {worker} {went}; the job was not run again"
+    )
+
+
 def recover_worker_jobs(worker: str) -> list[int]:
     """A worker starting under a name ends the jobs its previous life left running."""
     ended = []

@@ -56,3 +56,22 @@ def test_a_restarted_worker_ends_the_jobs_its_previous_life_left_running(team):
     theirs.refresh_from_db()
     assert mine.status == JobStatus.ERRORED and "restarted" in mine.error
     assert theirs.status == JobStatus.RUNNING
+
+
+def test_a_lost_pool_child_ends_only_its_own_running_job_and_only_once(team):
+    mine = make_job(team, status=JobStatus.RUNNING, worker="w1@host", task_id="t1", attempt=1)
+    other_task = make_job(team, status=JobStatus.RUNNING, worker="w1@host", task_id="t2")
+    other_worker = make_job(team, status=JobStatus.RUNNING, worker="w2@host", task_id="t1")
+    done = make_job(team, status=JobStatus.SUCCEEDED, worker="w1@host", task_id="t1")
+    lost = {"task_id": "t1", "worker": "w1@host", "how": "signal 9 (SIGKILL)"}
+    assert services.end_lost_run(mine.pk, **lost)
+    assert not services.end_lost_run(mine.pk, **lost)  # already ended: once
+    for job in (other_task, other_worker, done):
+        assert not services.end_lost_run(job.pk, **lost)
+    mine.refresh_from_db()
+    assert mine.status == JobStatus.ERRORED and mine.attempt == 1
+    assert "was killed (signal 9 (SIGKILL))" in mine.error, mine.error
+    assert mine.events.filter(message__startswith=JobStatus.ERRORED).count() == 1
+    for job, status in ((other_task, "running"), (other_worker, "running"), (done, "succeeded")):
+        job.refresh_from_db()
+        assert job.status == status
