@@ -72,7 +72,10 @@ def broker_started_at() -> datetime | None:
         channel = connection.default_channel
         if not isinstance(channel, kombu_redis.Channel):
             return None
-        uptime = int(channel.client.info("server")["uptime_in_seconds"])
+        try:
+            uptime = int(channel.client.info("server")["uptime_in_seconds"])
+        except Exception:  # INFO refused (an ACL, a hosted Redis): the 120-s rule alone
+            return None
     return datetime.now(UTC) - timedelta(seconds=uptime)
 
 

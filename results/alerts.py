@@ -226,9 +226,11 @@ def deliver(delivery_id: int) -> float | None:
     # (a receiver that hangs, a worker SIGKILLed) is counted, so it must be in the log
     # too, saying it did not finish (the replay found 4 tries and 3 rows).
     with transaction.atomic():
+        # The claim holds the delivery for as long as a try can last: a duplicate message,
+        # or the overdue sweep, finds it not due meanwhile and sends nothing twice.
         claimed = Delivery.objects.filter(
             pk=delivery.pk, attempts=delivery.attempts, status=delivery.status
-        ).update(attempts=number)
+        ).update(attempts=number, next_attempt_at=started + timedelta(seconds=try_lease_s()))
         if claimed:
             DeliveryAttempt.objects.create(
                 delivery=delivery,
@@ -239,10 +241,20 @@ def deliver(delivery_id: int) -> float | None:
             )
     if not claimed:
         return None
-    if delivery.channel == DeliveryChannel.WEBHOOK:
-        code, error, excerpt, passing, retry_after = _try_webhook(delivery)
-    else:
-        code, error, excerpt, passing, retry_after = _try_email(delivery)
+    try:
+        if delivery.channel == DeliveryChannel.WEBHOOK:
+            code, error, excerpt, passing, retry_after = _try_webhook(delivery)
+        else:
+            code, error, excerpt, passing, retry_after = _try_email(delivery)
+    except Exception as exc:  # recorded as the try's answer, not left "unfinished"
+        logger.exception("alert delivery %s: the try raised", delivery.pk)
+        code, error, excerpt, passing, retry_after = (
+            None,
+            f"{type(exc).__name__}: {exc}",
+            "",
+            False,
+            None,
+        )
     finished = timezone.now()
     retry = passing and number < settings.ROCPATH_ALERT_MAX_ATTEMPTS
     wait = backoff_s(number, retry_after) if retry else None
@@ -369,9 +381,17 @@ def requeue_overdue(sender: object = None, **_: object) -> list[int]:
         .exclude(next_attempt_at__gte=cutoff)
         .values_list("pk", flat=True)[:500]
     )
+    # Marked sent again now, so a queue that is merely slow gets one more message an
+    # OVERDUE_S, not one every dispatch interval.
+    Delivery.objects.filter(pk__in=ids).update(next_attempt_at=timezone.now())
     for delivery_id in ids:
         _queue(delivery_id)
     return ids
+
+
+def try_lease_s() -> float:
+    """The longest a try can last: the task's hard time limit (results.tasks)."""
+    return max(settings.ROCPATH_ALERT_TIMEOUT_S, settings.EMAIL_TIMEOUT) * 3 + 30
 
 
 # --- the events --------------------------------------------------------------------

@@ -4,7 +4,6 @@ results.alerts)."""
 from __future__ import annotations
 
 from celery import shared_task
-from django.conf import settings
 
 from results import alerts, compare, services
 
@@ -14,7 +13,7 @@ from results import alerts, compare, services
     acks_late=True,
     ignore_result=True,
     # A try takes at most the HTTP timeout (connect and read) or the SMTP one.
-    time_limit=max(settings.ROCPATH_ALERT_TIMEOUT_S, settings.EMAIL_TIMEOUT) * 3 + 30,
+    time_limit=alerts.try_lease_s(),
 )
 def deliver_alert(delivery_id: int) -> float | None:
     wait = alerts.deliver(delivery_id)

@@ -54,8 +54,12 @@ def dispatch_jobs() -> dict[str, list[int]]:
     done["sources"] = send_unsent()
     # And what the layers above lost with the broker (an alert's delivery): theirs to
     # send again, on this beat, every interval.
-    for _receiver, sent in broker_answered.send(sender=dispatch_jobs):
-        done["alerts"] += sent or []
+    # Robustly: their failure must not keep the jobs below from being sent again.
+    for receiver, sent in broker_answered.send_robust(sender=dispatch_jobs):
+        if isinstance(sent, Exception):
+            logger.error("dispatcher: %r failed: %s", receiver, sent, exc_info=sent)
+        else:
+            done["alerts"] += sent or []
     queued = Job.objects.filter(status=JobStatus.QUEUED)
     now = timezone.now()
     # A job queued before the broker last started had its message in a server that is

@@ -95,8 +95,12 @@ def test_a_try_whose_process_is_killed_mid_way_is_in_the_delivery_log_saying_so(
     )
     env = worker_env(settings, ROCPATH_WEBHOOK_HOST_ALLOW="127.0.0.1/32")
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    # Two minutes old: without the claim's hold, the overdue sweep (every 10 s) would send
+    # it again while this try is still under way, and the receiver hear it twice.
+    Delivery.objects.filter(pk=delivery.pk).update(created_at=timezone.now() - timedelta(minutes=2))
     try:
         assert wait_until(lambda: Delivery.objects.get(pk=delivery.pk).attempts == 1, 60, 0.2)
+        assert alerts.requeue_overdue() == []
     finally:
         proc.send_signal(signal.SIGKILL)  # as a worker killed while the receiver drips
         proc.wait()
