@@ -4,6 +4,7 @@ through the stack CLI, its result checked against the contract and the config.""
 
 import io
 import json
+import re
 import threading
 import time
 
@@ -213,8 +214,15 @@ def test_a_sweep_whose_slo_breaks_at_its_first_step_runs_no_other(tmp_path):
     serving = result["summary"]["serving"]
     assert serving["slo"] == {"tpot_ms": 0.001} and serving["workload"]["model"] == "tiny-llama"
     for curve in serving["curves"]:
-        assert curve["stopped"]["reason"].startswith("the SLO broke at concurrency 1: 0% of")
-        assert curve["slo_point"] is None and curve["points"][0]["meets_slo"] is False
+        # a 1-us TPOT is kept only by an answer whose tokens came in one chunk (TPOT 0, as
+        # in vLLM), which a loaded CI machine sometimes gives: the share is not always 0
+        stopped = curve["stopped"]["reason"]
+        assert re.fullmatch(
+            r"the SLO broke at concurrency 1: \d+% of requests kept it, 90% needed", stopped
+        ), stopped
+        (point,) = curve["points"]
+        assert point["slo_share"] < 0.9 and point["meets_slo"] is False
+        assert curve["slo_point"] is None
 
 
 @pytest.mark.process
