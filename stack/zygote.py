@@ -27,7 +27,8 @@ status pipe and the job never starts. Unsandboxed, children of one zygote share 
 files and /proc, which is why that mode is only for workers that run no team's code.
 
 Protocol (SOCK_SEQPACKET, one JSON object per message):
-  worker → zygote  {"argv": [...], "env": {...}, "cwd": "...", "memory_limit": int|null}
+  worker → zygote  {"argv": [...], "env": {...}, "cwd": "...", "memory_limit": int|null,
+                    "cgroup": "<the job's cgroup.procs>"|null}
                    with three fds attached: stdin, stdout, stderr for the child; argv is
                    what follows ``python`` (``-m stack run …``, ``-m mod …``, ``-c code …``).
                    Sandboxed also "sandbox": {"plan", "uid", "gid", "groups", "chdir",
@@ -48,6 +49,7 @@ import time
 from collections.abc import Callable
 from typing import NoReturn
 
+from stack import cgroup
 from stack.tools import make_die_with_parent
 
 MAX_MESSAGE = 1 << 20
@@ -130,6 +132,8 @@ def _child(request: dict, fds: list[int], parent: int) -> NoReturn:
     """Unsandboxed: become the job's runner process (its group, env, limits), then run it."""
 
     def run() -> int:
+        if request.get("cgroup"):  # first: nothing of the job runs outside its group
+            cgroup.join(request["cgroup"])
         _become_session(parent)
         for target, fd in zip((0, 1, 2), fds, strict=True):
             os.dup2(fd, target)
@@ -182,6 +186,8 @@ def _sandboxed_child(request: dict, fds: list[int], parent: int) -> NoReturn:
     status = 3
     _reset_signals(signal.SIG_IGN)  # SIGPIPE ignored, as in a fresh interpreter
     try:
+        if request.get("cgroup"):  # before the namespaces: the job's cgroup is its root
+            cgroup.join(request["cgroup"])
         box = request["sandbox"]
         facts = sandbox.host_facts()
         sandbox.unshare_namespaces()

@@ -302,12 +302,18 @@ ROCPATH_JOB_MAX_FILE_MB = env_int("ROCPATH_JOB_MAX_FILE_MB", 1024, minimum=1)
 ROCPATH_LOCAL_PIDS = env_int(
     "ROCPATH_LOCAL_PIDS", 512, minimum=16, maximum=ROCPATH_JOB_MAX_PROCESSES
 )
+# What all of a local job's processes may hold together (a memory cgroup, stack/cgroup.py):
+# below the host's by default, so that one job cannot take the worker down with it.
 ROCPATH_LOCAL_MEMORY_MB = env_int(
     "ROCPATH_LOCAL_MEMORY_MB",
-    ROCPATH_JOB_MAX_MEMORY_MB,
+    max(64, min(ROCPATH_JOB_MAX_MEMORY_MB, HOST_MEMORY_MB * 3 // 4)),
     minimum=64,
     maximum=ROCPATH_JOB_MAX_MEMORY_MB,
 )
+# Where local jobs' memory cgroups go: "auto" (cgroup v2's root, or v1's memory controller
+# under the worker's own group; needs root), "off" (RLIMIT_AS per process only), or a
+# folder in a cgroup file system delegated to the worker. Without one the job log says so.
+ROCPATH_JOB_CGROUP = env_str("ROCPATH_JOB_CGROUP", "auto")
 ROCPATH_LOCAL_TMP_MB = env_int(
     "ROCPATH_LOCAL_TMP_MB", 1024, minimum=16, maximum=ROCPATH_JOB_MAX_MEMORY_MB
 )

@@ -38,13 +38,16 @@ from jobs.executors.runners import (
     zygote_for,
 )
 from jobs.executors.sandbox import (
+    MIB,
     SANDBOX_TMP,
     layout_for,
     limits_for,
+    memory_group,
     own,
     sandbox_problem,
     sandbox_request,
 )
+from stack.cgroup import JobGroup
 from stack.kinds import KINDS
 
 logger = logging.getLogger(__name__)
@@ -178,33 +181,54 @@ class LocalExecutor(Executor):
         return settings.ROCPATH_STACK_PYTHON or sys.executable
 
     def start(self, spec: JobSpec, hooks: ExecutionHooks) -> Runner:
-        runner = self._start(spec)
+        group, why_not = memory_group(spec)
+        try:
+            runner = self._start(spec, group)
+        except BaseException:
+            if group is not None:
+                group.remove()
+            raise
+        runner.memory_group = group
         runner.watch_out(spec)
         log(hooks, f"runner started: process group {runner.pid} ({runner.mode})")
+        if group is not None:
+            held = f"its processes together held to {group.limit // MIB} MiB"
+            held += f" (cgroup v{group.version} {group.path}, no swap)"
+        else:
+            sandboxed = runner.mode.startswith("sandboxed")
+            each = limits_for(spec).address_space if sandboxed else spec.memory_limit_bytes
+            held = (
+                f"each process held to {each // MIB} MiB of address space" if each else "no limit"
+            )
+            held += f", not the job as a whole: no memory cgroup ({why_not})"
+        log(hooks, f"memory: {held}")
         return runner
 
-    def _start(self, spec: JobSpec) -> Runner:
+    def _start(self, spec: JobSpec, group: JobGroup | None) -> Runner:
         argv = self.command(spec)
+        procs = group.procs if group is not None else None
         if self.sandboxed(spec):
             env = self.sandbox_environment(spec)
             if settings.ROCPATH_LOCAL_SANDBOX_RUNNER == "zygote":
                 layout = layout_for(spec, argv[0], Path(settings.BASE_DIR))
-                box = sandbox_request(layout, limits_for(spec))
+                box = sandbox_request(layout, limits_for(spec, grouped=group is not None))
                 try:
                     runner = zygote_for(argv[0], env, sandboxed=True).spawn(
-                        argv[1:], env, spec.job_dir, None, sandbox=box
+                        argv[1:], env, spec.job_dir, None, sandbox=box, cgroup_procs=procs
                     )
                     runner.mode = f"sandboxed, forked from the zygote, uid {layout.uid}"
                     return runner
                 except ZygoteError as exc:
                     logger.warning("sandboxed zygote unavailable, starting bwrap: %s", exc)
-            return SandboxRunner.start(spec, argv, env)
+            return SandboxRunner.start(spec, argv, env, group)
         env = self.environment(spec)
+        # held by its cgroup, the job gets no RLIMIT_AS: that counts address space
+        memory = None if group is not None else spec.memory_limit_bytes
         if settings.ROCPATH_LOCAL_ZYGOTE:
             try:
                 return zygote_for(argv[0], env).spawn(
-                    argv[1:], env, spec.job_dir, spec.memory_limit_bytes
+                    argv[1:], env, spec.job_dir, memory, cgroup_procs=procs
                 )
             except ZygoteError as exc:
                 logger.warning("zygote unavailable, starting a fresh interpreter: %s", exc)
-        return PopenRunner.start(argv, env, spec.job_dir, spec.memory_limit_bytes)
+        return PopenRunner.start(argv, env, spec.job_dir, memory, procs)

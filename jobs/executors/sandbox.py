@@ -45,7 +45,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from jobs.executors.base import JobSpec
+from jobs.executors.base import ExecutorError, JobSpec
+from stack import cgroup
 from stack.sandbox import apply_limits
 
 MIB = 1024 * 1024
@@ -118,14 +119,49 @@ def sandbox_uid(spec: JobSpec) -> int:
     return settings.ROCPATH_SANDBOX_UID + key % settings.ROCPATH_SANDBOX_UIDS
 
 
-def limits_for(spec: JobSpec) -> Limits:
-    """The job's rlimits from the settings, its hardware request clamped to them."""
-    asked = spec.memory_limit_bytes
+def memory_limit(spec: JobSpec) -> int:
+    """What all of a local job's processes may hold together: what it asked, at most the
+    worker's cap (ROCPATH_LOCAL_MEMORY_MB, by default three quarters of the host's)."""
     cap = settings.ROCPATH_LOCAL_MEMORY_MB * MIB
-    if spec.hardware.get("gpu_indices"):
-        memory = min(asked, cap) if asked else None  # GPU runtimes reserve huge address spaces
-    else:
-        memory = min(asked or cap, cap)
+    return min(spec.memory_limit_bytes or cap, cap)
+
+
+def memory_group(spec: JobSpec) -> tuple[cgroup.JobGroup | None, str]:
+    """The job's memory cgroup, made and empty; else None and why there is none.
+
+    Without one the job is held per process only (RLIMIT_AS, which counts address space):
+    the worker says so in the job's log. ROCPATH_JOB_CGROUP names a delegated folder; one
+    that cannot be used is an ExecutorError, never a silent fallback.
+    """
+    where = settings.ROCPATH_JOB_CGROUP
+    if where == "off":
+        return None, "ROCPATH_JOB_CGROUP=off"
+    try:
+        hierarchy = _hierarchy(settings.ROCPATH_DEPLOYMENT, where)
+        name = f"job-{spec.job_id}-{spec.attempt}-w{os.getpid()}"
+        return cgroup.make(hierarchy, name, memory_limit(spec)), ""
+    except cgroup.CgroupError as exc:
+        if where != "auto":
+            raise ExecutorError(f"the job's memory cgroup could not be made: {exc}") from exc
+        return None, str(exc)
+
+
+@functools.lru_cache(maxsize=4)
+def _hierarchy(deployment: str, where: str) -> cgroup.Hierarchy:
+    """Found once per worker process; groups its dead predecessors left are removed then."""
+    hierarchy = cgroup.find_hierarchy(deployment, where)
+    cgroup.sweep(hierarchy)
+    return hierarchy
+
+
+def limits_for(spec: JobSpec, grouped: bool = False) -> Limits:
+    """The job's rlimits from the settings, its hardware request clamped to them.
+
+    ``grouped``: a memory cgroup holds the job, so no RLIMIT_AS (it would refuse address
+    space, which runtimes reserve far beyond what they use, rather than memory)."""
+    memory: int | None = memory_limit(spec)
+    if grouped or (spec.hardware.get("gpu_indices") and not spec.memory_limit_bytes):
+        memory = None  # GPU runtimes reserve huge address spaces
     cpus = spec.hardware.get("cpus") or settings.HOST_CPUS
     cpus = max(1, min(int(cpus + 0.999), settings.HOST_CPUS))
     pids = settings.ROCPATH_LOCAL_PIDS

@@ -212,8 +212,8 @@ def _conclude(
         job.finish(
             JobStatus.ERRORED,
             exit_code=outcome.exit_code,
-            error=f"out of memory: the container went over its "
-            f"{outcome.memory_limit_mb} MiB limit and was killed" + (f"\n{tail}" if tail else ""),
+            error=f"out of memory: the job went over its {outcome.memory_limit_mb} MiB memory "
+            "limit and the kernel killed it" + (f"\n{tail}" if tail else ""),
             progress=progress,
         )
         return "errored: out of memory"

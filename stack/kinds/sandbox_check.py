@@ -47,12 +47,26 @@ KIND = Kind(
                 "default": 4096,
                 "description": "allocate-memory: how much to allocate and touch.",
             },
+            "processes": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 64,
+                "default": 1,
+                "description": (
+                    "allocate-memory: in this many processes at once, each allocating "
+                    "megabytes (what a per-process limit lets through)."
+                ),
+            },
         },
         "additionalProperties": False,
     },
     default_timeout_s=120,
     runner="stack.kinds.sandbox_check:run",
-    param_caps={"megabytes": Cap.MEMORY_MB, "max_processes": Cap.PROCESSES},
+    param_caps={
+        "megabytes": Cap.MEMORY_MB,
+        "max_processes": Cap.PROCESSES,
+        "processes": Cap.PROCESSES,
+    },
 )
 
 
@@ -137,23 +151,51 @@ def _fork_bomb(params: dict[str, Any], ctx: RunContext) -> RunResult:
     return RunResult(status=SUCCEEDED, summary=summary)
 
 
-def _allocate(params: dict[str, Any], ctx: RunContext) -> RunResult:
-    megabytes = int(params["megabytes"])
-    blocks = []
+def _hold(megabytes: int, ctx: RunContext, who: str) -> list[bytearray]:
+    """Allocate and touch ``megabytes``, saying every 64 MiB how much is held; a MemoryError
+    (a per-process limit) propagates with what was held in its args."""
+    blocks: list[bytearray] = []
     try:
         for i in range(megabytes):
             block = bytearray(1024 * 1024)
             block[::4096] = b"x" * len(block[::4096])  # touch every page
             blocks.append(block)
-            if i % 256 == 0:
-                ctx.emit.progress(100.0 * i / megabytes, f"{i} MiB held")
-    except MemoryError:
-        return RunResult(
-            status=FAILED,
-            summary={"allocated_mb": len(blocks)},
-            error=f"allocation refused after {len(blocks)} MiB",
-        )
-    return RunResult(status=SUCCEEDED, summary={"allocated_mb": len(blocks)})
+            if i % 64 == 0:
+                ctx.emit.log(f"{who}: {i} MiB held")
+    except MemoryError as exc:
+        raise MemoryError(len(blocks)) from exc
+    return blocks
+
+
+def _allocate(params: dict[str, Any], ctx: RunContext) -> RunResult:
+    megabytes, processes = int(params["megabytes"]), int(params.get("processes", 1))
+    children = []
+    for k in range(1, processes):
+        pid = os.fork()
+        if pid == 0:  # each child holds its share a second, so that all overlap
+            code = 0
+            try:
+                _hold(megabytes, ctx, f"process {k}")
+                time.sleep(1.0)
+            except MemoryError:
+                code = 1
+            os._exit(code)
+        children.append(pid)
+    refused = ""
+    try:
+        blocks = _hold(megabytes, ctx, "process 0")
+        held = len(blocks)
+        time.sleep(1.0 if children else 0)  # held meanwhile
+    except MemoryError as exc:
+        held = exc.args[0]
+        refused = f"allocation refused after {held} MiB"
+    ended = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+    summary = {"allocated_mb": held, "processes": processes}
+    if not refused and any(ended):
+        refused = f"processes that did not hold their {megabytes} MiB: {sum(map(bool, ended))}"
+    if refused:
+        return RunResult(status=FAILED, summary=summary, error=refused)
+    return RunResult(status=SUCCEEDED, summary=summary)
 
 
 ACTIONS = {

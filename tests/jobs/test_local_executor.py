@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from jobs.executors import ExecutorError, get_executor
 from jobs.executors.base import JobSpec
 from jobs.executors.local import LocalExecutor
+from stack import cgroup
 from tests.hooks import Recorder, alive
 from tests.waits import PROMPT_S
 
@@ -143,6 +147,16 @@ def test_a_runner_that_cannot_start_is_an_executor_error(tmp_path, settings):
         LocalExecutor().run(_spec(tmp_path, "noop", {}), Recorder())
 
 
+@pytest.mark.process
+def test_a_cgroup_folder_an_operator_named_and_that_cannot_be_used_is_an_executor_error(
+    tmp_path, settings
+):
+    settings.ROCPATH_JOB_CGROUP = str(tmp_path)  # not in a cgroup file system
+    with pytest.raises(ExecutorError, match="memory cgroup could not be made: ROCPATH_JOB_CG"):
+        LocalExecutor().run(_spec(tmp_path, "noop", {}), Recorder())
+    assert not (tmp_path / "out" / "result.json").exists()
+
+
 def test_the_job_does_not_inherit_the_workers_secrets(tmp_path, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgres://secret")
     env = LocalExecutor().environment(_spec(tmp_path, "noop", {}))
@@ -156,21 +170,105 @@ def test_executors_are_found_by_name_and_unknown_names_refused():
         get_executor("kubernetes-someday")
 
 
-@pytest.mark.process
-def test_a_job_asking_for_a_memory_limit_is_held_to_it(tmp_path):
+def _memory_spec(tmp_path: Path, memory_mb: int, megabytes: int, processes: int = 1) -> JobSpec:
     spec = JobSpec(
         job_id=1,
         kind="sandbox-check",
         job_dir=tmp_path,
         timeout_s=60,
-        hardware={"memory_mb": 256},
+        hardware={"memory_mb": memory_mb},
     )
-    spec.params_file.write_text(json.dumps({"action": "allocate-memory", "megabytes": 1024}))
-    outcome = LocalExecutor().run(spec, Recorder())
-    result = json.loads((spec.out_dir / "result.json").read_text())
+    params = {"action": "allocate-memory", "megabytes": megabytes, "processes": processes}
+    spec.params_file.write_text(json.dumps(params))
+    return spec
+
+
+def _needs_cgroup() -> None:
+    try:
+        cgroup.find_hierarchy("probe-tests")
+    except cgroup.CgroupError as exc:
+        pytest.skip(f"no memory cgroup here: {exc}")
+
+
+@pytest.mark.process
+def test_a_job_asking_for_a_memory_limit_is_held_to_it(tmp_path):
+    _needs_cgroup()
+    recorder = Recorder()
+    outcome = LocalExecutor().run(_memory_spec(tmp_path, 256, 1024), recorder)
+    assert outcome.oom_killed and outcome.memory_limit_mb == 256
+    (logged,) = [e["message"] for e in recorder.events if e["message"].startswith("memory:")]
+    assert logged.startswith("memory: its processes together held to 256 MiB (cgroup v")
+    assert logged.endswith(f"/job-1-1-w{os.getpid()}, no swap)")
+
+
+@pytest.mark.process
+def test_without_a_cgroup_each_process_is_held_on_its_own_and_the_log_says_so(tmp_path, settings):
+    settings.ROCPATH_JOB_CGROUP = "off"
+    recorder = Recorder()
+    outcome = LocalExecutor().run(_memory_spec(tmp_path, 256, 1024), recorder)
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert outcome.exit_code == 1 and result["status"] == "failed"
     assert result["error"].startswith("allocation refused after")
     assert result["summary"]["allocated_mb"] < 256
+    (logged,) = [e["message"] for e in recorder.events if e["message"].startswith("memory:")]
+    assert logged == (
+        "memory: each process held to 256 MiB of address space, not the job as a whole: "
+        "no memory cgroup (ROCPATH_JOB_CGROUP=off)"
+    )
+
+
+class MemoryWatch(threading.Thread):
+    """Samples, from outside, what the job's processes hold together every 10 ms: the sum
+    of their unique set sizes. Pages a forked job shares with the zygote are the zygote's
+    (charged to it, and no more memory for the job), so not the proportional sizes."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__(daemon=True)
+        self.recorder, self.peak, self.done = recorder, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.01):
+            started = [
+                e["message"] for e in self.recorder.events if "process group" in e["message"]
+            ]
+            if not started:
+                continue
+            pid = int(started[0].split("process group ")[1].split()[0])
+            total = 0
+            with contextlib.suppress(psutil.Error):
+                root = psutil.Process(pid)
+                for proc in [root, *root.children(recursive=True)]:
+                    with contextlib.suppress(psutil.Error):
+                        total += proc.memory_full_info().uss
+            self.peak = max(self.peak, total)
+
+
+@pytest.mark.process
+def test_a_jobs_processes_together_never_hold_more_than_its_memory_cap(tmp_path):
+    # Four children of 1,200 MiB ran under a 1,536 MiB cap: RLIMIT_AS holds each alone.
+    _needs_cgroup()
+    recorder = Recorder()
+    watch = MemoryWatch(recorder)
+    watch.start()
+    try:
+        outcome = LocalExecutor().run(_memory_spec(tmp_path, 512, 384, processes=4), recorder)
+    finally:
+        watch.done.set()
+        watch.join()
+    assert watch.peak > 64 * MIB  # the sampler saw the job
+    assert watch.peak <= 512 * MIB, f"{watch.peak / MIB:.0f} MiB held at once"
+    assert outcome.oom_killed and outcome.memory_limit_mb == 512
+
+
+@pytest.mark.process
+def test_a_jobs_cgroup_is_gone_once_the_job_has_ended(tmp_path):
+    _needs_cgroup()
+    recorder = Recorder()
+    outcome = LocalExecutor().run(_spec(tmp_path, "noop", {"steps": 2}), recorder)
+    assert outcome.exit_code == 0 and not outcome.oom_killed
+    (logged,) = [e["message"] for e in recorder.events if e["message"].startswith("memory:")]
+    path = logged.split(" (cgroup v")[1].split()[1].rstrip(",")
+    assert path.endswith(f"/job-1-1-w{os.getpid()}") and not os.path.exists(path)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ def test_the_kinds_cap_what_they_capped_before_the_caps_moved_onto_them_and_prof
         ("noop", "write_bytes"),
         ("sandbox-check", "megabytes"),
         ("sandbox-check", "max_processes"),
+        ("sandbox-check", "processes"),
         ("probe", "tool_timeout_s"),
         ("probe", "torch_timeout_s"),
         ("compile-check", "file_timeout_s"),

@@ -11,6 +11,7 @@ runner die with its worker.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import resource
 import selectors
@@ -32,16 +33,23 @@ from jobs.executors.sandbox import (
     read_child_pid,
     tools,
 )
-from stack import seccomp
+from stack import cgroup, seccomp
+from stack.cgroup import CgroupError, JobGroup
 from stack.tools import make_die_with_parent
 
+logger = logging.getLogger(__name__)
+
 KILL_GRACE_S = 5.0
+MIB = 1024 * 1024
 
 _die_with_parent = make_die_with_parent()  # libc loaded once, not in every child
 
 
-def child_setup(memory_limit: int | None) -> None:
-    """Runs in the child between fork and exec."""
+def child_setup(memory_limit: int | None, cgroup_procs: str | None = None) -> None:
+    """Runs in the child between fork and exec: the job's cgroup is joined first, so that
+    nothing of the job runs outside it."""
+    if cgroup_procs:
+        cgroup.join(cgroup_procs)
     if _die_with_parent is not None:
         _die_with_parent()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -49,8 +57,10 @@ def child_setup(memory_limit: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
 
-def _sandbox_child_setup(limits: Limits) -> None:
-    """Runs in bwrap's process between fork and exec."""
+def _sandbox_child_setup(limits: Limits, cgroup_procs: str | None) -> None:
+    """Runs in bwrap's process between fork and exec (bwrap and the job inherit the group)."""
+    if cgroup_procs:
+        cgroup.join(cgroup_procs)
     if _die_with_parent is not None:
         _die_with_parent()
     limits.apply()
@@ -76,6 +86,7 @@ class Runner(Started):
     _stopped_at: float | None = None  # when stop() sent SIGTERM
     _exited_at: float | None = None  # when the runner itself was seen gone
     _watch: OutWatch | None = None
+    memory_group: JobGroup | None = None  # the memory cgroup holding the job, where one does
 
     def watch_out(self, spec: JobSpec) -> None:
         """Kill the runner's group the moment its out folder goes over its caps, as the
@@ -144,6 +155,21 @@ class Runner(Started):
             outcome.signal = -returncode
         else:
             outcome.exit_code = returncode
+        self._end_cgroup(outcome, returncode)
+
+    def _end_cgroup(self, outcome: Outcome, returncode: int) -> None:
+        """Whether the OOM killer ended the job (a job that still succeeded was not ended
+        by it), then the group goes with anything left in it."""
+        group = self.memory_group
+        if group is None:
+            return
+        if returncode != 0 and group.oom_kills():
+            outcome.oom_killed = True
+            outcome.memory_limit_mb = group.limit // MIB
+        try:
+            group.remove()
+        except CgroupError as exc:
+            logger.warning("job cgroup left behind: %s", exc)
 
 
 class PopenRunner(Runner):
@@ -160,7 +186,12 @@ class PopenRunner(Runner):
 
     @classmethod
     def start(
-        cls, argv: list[str], env: dict[str, str], cwd: Path, memory_limit: int | None
+        cls,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        memory_limit: int | None,
+        cgroup_procs: str | None = None,
     ) -> PopenRunner:
         try:
             proc = subprocess.Popen(
@@ -171,8 +202,13 @@ class PopenRunner(Runner):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=lambda: child_setup(memory_limit),
+                preexec_fn=lambda: child_setup(memory_limit, cgroup_procs),
             )
+        except subprocess.SubprocessError as exc:  # preexec_fn raised: no more is said
+            raise ExecutorError(
+                "could not start the runner: its set-up between fork and exec failed "
+                f"(joining its memory cgroup {cgroup_procs or '(none)'}, or its rlimits)"
+            ) from exc
         except OSError as exc:
             raise ExecutorError(f"could not start the runner: {exc}") from exc
         return cls(proc)
@@ -216,7 +252,13 @@ class SandboxRunner(PopenRunner):
                 self.pidfd = os.pidfd_open(child_pid)
 
     @classmethod
-    def start(cls, spec: JobSpec, command: list[str], env: dict[str, str]) -> SandboxRunner:
+    def start(
+        cls,
+        spec: JobSpec,
+        command: list[str],
+        env: dict[str, str],
+        group: JobGroup | None = None,
+    ) -> SandboxRunner:
         bwrap, setpriv = tools()
         if bwrap is None or setpriv is None:
             raise ExecutorError("could not start the runner: bwrap or setpriv is gone")
@@ -231,7 +273,8 @@ class SandboxRunner(PopenRunner):
         info_r, info_w = os.pipe()
         argv = bwrap_argv(bwrap, setpriv, layout, command, seccomp_fd=filter_r)
         argv[1:1] = ["--info-fd", str(info_w)]
-        limits = limits_for(spec)
+        limits = limits_for(spec, grouped=group is not None)
+        procs = group.procs if group is not None else None
         try:
             proc = subprocess.Popen(
                 argv,
@@ -242,9 +285,9 @@ class SandboxRunner(PopenRunner):
                 stderr=subprocess.PIPE,
                 pass_fds=(info_w, filter_r),
                 start_new_session=True,
-                preexec_fn=lambda: _sandbox_child_setup(limits),
+                preexec_fn=lambda: _sandbox_child_setup(limits, procs),
             )
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             os.close(info_r)
             raise ExecutorError(f"could not start the runner: {exc}") from exc
         finally:

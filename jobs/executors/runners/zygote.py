@@ -101,6 +101,7 @@ class Zygote:
         cwd: Path,
         memory_limit: int | None,
         sandbox: dict | None = None,
+        cgroup_procs: str | None = None,
     ) -> ZygoteRunner:
         """Start ``python ARGV`` as a child of the zygote; in ``sandbox`` when given.
 
@@ -111,7 +112,13 @@ class Zygote:
         err_r, err_w = os.pipe()
         devnull = os.open(os.devnull, os.O_RDONLY)
         fds = [devnull, out_w, err_w]
-        request = {"argv": argv, "env": env, "cwd": str(cwd), "memory_limit": memory_limit}
+        request = {
+            "argv": argv,
+            "env": env,
+            "cwd": str(cwd),
+            "memory_limit": memory_limit,
+            "cgroup": cgroup_procs,
+        }
         status_r = None
         if sandbox is not None:
             status_r, status_w = os.pipe()
