@@ -22,6 +22,7 @@ following one (output, deadline, cancel, heartbeat) is the loop every engine sha
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -29,7 +30,14 @@ from pathlib import Path
 
 from django.conf import settings
 
-from jobs.executors.base import ExecutionHooks, Executor, ExecutorError, JobSpec, log
+from jobs.executors.base import (
+    ExecutionHooks,
+    Executor,
+    ExecutorError,
+    JobSpec,
+    Outcome,
+    log,
+)
 from jobs.executors.runners import (
     PopenRunner,
     Runner,
@@ -190,6 +198,20 @@ class LocalExecutor(Executor):
             raise
         runner.memory_group = group
         runner.watch_out(spec)
+        try:
+            self._say_started(spec, hooks, runner, why_not)
+        except BaseException:
+            # A hook raised (the database went away): nothing will follow this runner, and
+            # a retry would run the job beside it. It goes, with its watch and its group.
+            runner.kill()
+            with contextlib.suppress(Exception):
+                runner.wait(Outcome())
+            raise
+        return runner
+
+    @staticmethod
+    def _say_started(spec: JobSpec, hooks: ExecutionHooks, runner: Runner, why_not: str) -> None:
+        group = runner.memory_group
         log(hooks, f"runner started: process group {runner.pid} ({runner.mode})")
         if group is not None:
             held = f"its processes together held to {group.limit // MIB} MiB"
@@ -202,7 +224,6 @@ class LocalExecutor(Executor):
             )
             held += f", not the job as a whole: no memory cgroup ({why_not})"
         log(hooks, f"memory: {held}")
-        return runner
 
     def _start(self, spec: JobSpec, group: JobGroup | None) -> Runner:
         argv = self.command(spec)

@@ -19,6 +19,9 @@ from jobs.outputs import Refused, disk_usage, largest_file
 # most is the cap plus what it writes in this time and the kill's. No single file can grow
 # past ROCPATH_ARTIFACT_MAX_BYTES at all (RLIMIT_FSIZE).
 OUT_CHECK_S = 0.02
+# How long stop() waits for a watch in the middle of a walk; past it the thread runs on,
+# but can no longer kill anything (its pid may be another process's by then).
+STOP_WAIT_S = 5.0
 
 
 class OutWatch(threading.Thread):
@@ -30,21 +33,28 @@ class OutWatch(threading.Thread):
         self.spec, self.kill = spec, kill
         self.problem = ""
         self.done = threading.Event()
+        self._lock = threading.Lock()  # a kill and stop() never cross
+        self._stopped = False
 
     def run(self) -> None:
         while not self.done.is_set():
             started = time.monotonic()
             problem = out_folder_problem(self.spec)
             if problem:
-                self.problem = problem
-                self.kill()  # no grace: a writer fills a disk in seconds
+                with self._lock:
+                    if not self._stopped:
+                        self.problem = problem
+                        self.kill()  # no grace: a writer fills a disk in seconds
                 return
             # a large folder is walked less often: the watch takes at most a tenth of a CPU
             self.done.wait(max(OUT_CHECK_S, 10 * (time.monotonic() - started)))
 
     def stop(self) -> None:
+        """After this returns the watch kills nothing, even if its walk is still going."""
+        with self._lock:
+            self._stopped = True
         self.done.set()
-        self.join(timeout=5)
+        self.join(timeout=STOP_WAIT_S)
 
     def final_problem(self) -> str:
         """Why the job was stopped, with what its folder held once it was dead, or ''."""

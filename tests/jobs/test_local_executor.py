@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -269,6 +270,30 @@ def test_a_jobs_cgroup_is_gone_once_the_job_has_ended(tmp_path):
     (logged,) = [e["message"] for e in recorder.events if e["message"].startswith("memory:")]
     path = logged.split(" (cgroup v")[1].split()[1].rstrip(",")
     assert path.endswith(f"/job-1-1-w{os.getpid()}") and not os.path.exists(path)
+
+
+class DatabaseGone(Exception):
+    pass
+
+
+@dataclass
+class LogFails(Recorder):
+    """The job's log cannot be written: the database went away as the runner started."""
+
+    def on_event(self, event: dict) -> None:
+        super().on_event(event)
+        if event["message"].startswith("runner started"):
+            raise DatabaseGone
+
+
+@pytest.mark.process
+def test_a_runner_whose_start_cannot_be_logged_is_not_left_running(tmp_path):
+    # It ran on, followed by nobody, and a retry would have run the job beside it.
+    recorder = LogFails()
+    with pytest.raises(DatabaseGone):
+        LocalExecutor().run(_spec(tmp_path, "noop", {"steps": 1, "seconds": 30}), recorder)
+    pid = int(recorder.events[0]["message"].split("process group ")[1].split()[0])
+    assert not alive(pid)
 
 
 @pytest.fixture

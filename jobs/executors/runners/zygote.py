@@ -15,7 +15,7 @@ from pathlib import Path
 from django.conf import settings
 
 from jobs.executors.base import ExecutorError
-from jobs.executors.runners.process import KILL_GRACE_S, Runner, child_setup, kill_group
+from jobs.executors.runners.process import KILL_GRACE_S, Runner, child_setup
 from jobs.executors.sandbox import SANDBOX_TMP
 from stack.zygote import read_until_closed
 
@@ -206,11 +206,23 @@ class ZygoteRunner(Runner):
             with contextlib.suppress(OSError):
                 os.close(fd)
 
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            # No group yet: the child has not reached setsid, so it is alive and unreaped
+            # (a kill right after spawn went nowhere, and the job ran its course).
+            if self._collect() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, sig)
+        except PermissionError:
+            pass
+
     def terminate(self) -> None:
-        kill_group(self.pid, signal.SIGTERM)
+        self._signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        kill_group(self.pid, signal.SIGKILL)
+        self._signal(signal.SIGKILL)
 
 
 _zygotes: dict[bool, Zygote] = {}  # one per worker process and kind (sandboxed or not)
