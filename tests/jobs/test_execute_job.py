@@ -12,6 +12,7 @@ from jobs import services
 from jobs.choices import JobStatus
 from jobs.executors.base import JobSpec, Outcome
 from jobs.models import Environment, Job, Measurement
+from stack import cgroup
 from tests.factories import make_job, result_doc
 
 
@@ -47,6 +48,21 @@ def test_a_runner_that_could_not_run_its_tool_ends_errored(team):
     services.execute_job(job.pk, worker="w@h")
     job.refresh_from_db()
     assert job.status == JobStatus.ERRORED and job.exit_code == 3
+
+
+@pytest.mark.process
+def test_a_local_job_over_its_memory_ends_errored_out_of_memory_naming_its_limit(team):
+    try:
+        cgroup.find_hierarchy("probe-tests")
+    except cgroup.CgroupError as exc:
+        pytest.skip(f"no memory cgroup here: {exc}")
+    params = {"action": "allocate-memory", "megabytes": 512, "processes": 2}
+    job = _queued(team, kind="sandbox-check", params=params, requested_hardware={"memory_mb": 256})
+    assert services.execute_job(job.pk, worker="w@h") == "errored: out of memory"
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERRORED and job.error.startswith(
+        "out of memory: the job went over its 256 MiB memory limit and the kernel killed it"
+    )
 
 
 @pytest.mark.process
