@@ -117,6 +117,12 @@ class Delivery(models.Model):
         return f"{self.channel} delivery {self.pk} ({self.status})"
 
 
+# What a try's row says until the try records its answer: for ever, if its process died.
+UNFINISHED = (
+    "no answer recorded: the try is under way, or its process was killed before it finished"
+)
+
+
 class DeliveryAttempt(models.Model):
     """One try of a delivery: what the receiver answered, or why there was no answer."""
 
@@ -136,6 +142,11 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"try {self.number} of delivery {self.delivery_id}: {self.status_code or self.error}"
+
+    @property
+    def unfinished(self) -> bool:
+        """No answer recorded (yet): not an error of the receiver's, and no duration."""
+        return self.error == UNFINISHED
 
     @property
     def duration_ms(self) -> int:

@@ -39,6 +39,7 @@ from jobs.models import Job, Schedule
 from jobs.services.dispatch import broker_answered
 from results import webhooks
 from results.alert_models import (
+    UNFINISHED,
     Alert,
     AlertEvent,
     AlertSettings,
@@ -62,10 +63,6 @@ FAILED_JOB_STATUSES = frozenset({JobStatus.FAILED, JobStatus.ERRORED})
 # alert queue) sent twice is harmless: each try is claimed once.
 OVERDUE_S = 60
 REGRESSIONS_LISTED = 50
-# What a try's row says until the try records its answer: for ever, if its process died.
-UNFINISHED = (
-    "no answer recorded: the try is under way, or its process was killed before it finished"
-)
 
 
 # --- telling -----------------------------------------------------------------------

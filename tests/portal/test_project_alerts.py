@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from results import alerts
 from results.models import (
     Alert,
     AlertEvent,
@@ -114,6 +115,27 @@ def test_the_log_shows_each_try_with_its_answer(member_client: Client, project: 
     assert html.count("data-try=") == 2
     assert "HTTP 503" in html and "HTTP 200" in html and "body 2" in html
     assert "Delivered" in html
+
+
+def test_a_try_with_no_answer_yet_is_shown_as_such_not_as_an_error_of_0_ms(
+    member_client: Client, project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It was shown in the error style, "(0 ms)", as if the receiver had failed at once.
+    alert = Alert.objects.create(project=project, event=AlertEvent.TEST)
+    delivery = Delivery.objects.create(
+        alert=alert, channel=DeliveryChannel.WEBHOOK, target="https://hooks.example.test/a"
+    )
+
+    def killed_mid_try(delivery: Delivery) -> None:
+        raise SystemExit("the worker was killed")  # as a process killed mid-try
+
+    monkeypatch.setattr(alerts, "_try_webhook", killed_mid_try)
+    with pytest.raises(SystemExit):
+        alerts.deliver(delivery.pk)
+    html = member_client.get(_page(project)).content.decode()
+    shown = html.split('data-try="1">')[1].split("</div>")[0]
+    assert '<span class="muted">no answer recorded: the try is under way' in shown
+    assert "ms)" not in shown and 'class="error"' not in shown
 
 
 def test_a_test_alert_goes_to_every_target(member_client: Client, project: Any) -> None:
