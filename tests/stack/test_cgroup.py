@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -14,11 +15,13 @@ MIB = 2**20
 
 
 @pytest.fixture
-def hierarchy() -> cgroup.Hierarchy:
+def hierarchy() -> Iterator[cgroup.Hierarchy]:
     try:
-        return cgroup.find_hierarchy(f"test-cgroup-{os.getpid()}")
+        found = cgroup.find_hierarchy(f"test-cgroup-{os.getpid()}")
     except cgroup.CgroupError as exc:
         pytest.skip(f"no memory cgroup here: {exc}")
+    yield found
+    os.rmdir(found.root)  # empty again: every test removes the groups it made
 
 
 def _dead_pid() -> int:
