@@ -9,6 +9,7 @@ from typing import Any
 from billiard.einfo import ExceptionWithTraceback
 from billiard.exceptions import WorkerLostError
 from celery import Task, shared_task
+from celery.worker import state as worker_state
 from celery.worker.request import Request
 from django.conf import settings
 from django.db import close_old_connections, connections
@@ -39,6 +40,14 @@ class RunJobRequest(Request):
         return super().on_failure(
             exc_info, send_failed_event=send_failed_event, return_ok=return_ok
         )
+
+    def on_timeout(self, soft: bool, timeout: float) -> None:
+        # The hard limit is the backstop for a follow loop that hung past the job's own
+        # timeout: the pool kills the child, and with it the runner. End the job now,
+        # saying so, rather than leave it running for the reaper.
+        super().on_timeout(soft, timeout)
+        if not soft and not worker_state.should_terminate:
+            self._end_lost_run(f"the worker's hard time limit of {timeout:g} s")
 
     def _end_lost_run(self, how: str) -> None:
         job_id = self.args[0] if self.args else self.kwargs.get("job_id")

@@ -186,6 +186,8 @@ def end_lost_run(job_id: int, *, task_id: str, worker: str, how: str = "") -> bo
         return False
     if how.startswith("exitcode"):  # it exited by itself: "killed" would mislead
         went = f"exited mid-run ({how})"
+    elif how.startswith("the worker's hard time limit"):
+        went = f"was killed mid-run by {how} (the job's own timeout did not stop it)"
     else:
         went = f"was killed{f' ({how})' if how else ''} mid-run (out of memory, or by hand?)"
     return job.fail_to_run(
