@@ -5,7 +5,9 @@ it; tests/faults/servers.py) carry a BenchStack with a job worker, a control wor
 beat. Jobs are submitted at a steady rate; faults come at times drawn from a seeded RNG:
 Redis SIGTERM or SIGKILL then started again, PostgreSQL `stop -m fast` / `-m immediate`
 then started, the worker's main process SIGKILLed and started again a second later (as
-make run or compose would). At the end it reports:
+make run or compose would); and issue 29's: a 45-s PostgreSQL outage with a job of 8 s
+running on every slot (pg-long), a pool child SIGKILLed while it runs a job (child-sigkill),
+the control worker SIGKILLed and started again (control-sigkill). At the end it reports:
 
   lost        submitted (an id came back) but never run: row missing, or reaped while
               pending/queued
@@ -14,6 +16,14 @@ make run or compose would). At the end it reports:
   5xx         answers >= 500 to requests sent while the service was down (or answered
               before it was back), and to requests sent once it was back
   recovery    per fault: from the service back to the next job claimed / finished
+  errored_should_have_retried
+              errored jobs but those a fault ended on purpose ("worker lost": their
+              worker or pool child was killed; by design not run again)
+  pool_child_kills
+              per kill, seconds until its job was ended (goal <= 5)
+  redis_backlog_resent
+              per Redis restart, the messages it lost sent again: how many, and the first
+              and last seconds after Redis answered again (goal <= 10)
 
 "Back" is the first instant this script itself reaches the service again: a new
 PostgreSQL connection that runs `SELECT 1`, or a Redis `PING`, tried every 20 ms from
@@ -23,7 +33,9 @@ the moment the server was started again. The start command returning is not it
     .venv/bin/python bench/soak.py --jobs 2000 --seed 11
 
 Goal (issue 11): 0 lost, 0 run twice, 0 stuck, no 5xx once the database is back,
-recovery <= 10 s after the broker or database is back.
+recovery <= 10 s after the broker or database is back. Issue 29 adds: 0 errored that
+should have retried, a killed pool child's job ended <= 5 s after the kill, a Redis
+backlog resent <= 10 s after Redis is back.
 """
 
 from __future__ import annotations
@@ -42,18 +54,32 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import psutil
 import psycopg
 from harness import ROOT, BenchStack
 from redis import Redis, RedisError
 
 from tests.faults.servers import PostgresCluster, RedisServer, free_port
 
-FAULTS = ["redis-sigterm", "redis-sigkill", "pg-fast", "pg-immediate", "worker-sigkill"]
+FAULTS = [
+    "redis-sigterm",
+    "redis-sigkill",
+    "pg-fast",
+    "pg-immediate",
+    "worker-sigkill",
+    # issue 29's: a 45-s PostgreSQL outage with every slot running a job, a pool child
+    # SIGKILLed mid-job, the control worker SIGKILLed (started again after the pause)
+    "pg-long",
+    "child-sigkill",
+    "control-sigkill",
+]
+PG_LONG_S = 45
 GRACE_S, INTERVAL_S = 30, 5  # running grace and reaper / dispatcher interval of the stack
 REDISPATCH_S = 120  # ROCPATH_REDISPATCH_AFTER_S's default: a lost message is sent again then
 # How long the jobs may take to end after the last submission: the running grace, the
 # redispatch wait and the longest retry pause (60 s), each plus one interval.
 DRAIN_S = GRACE_S + REDISPATCH_S + 60 + 3 * INTERVAL_S
+CHILD_LOST = "worker lost: the process running the job"
 LOST_PREFIXES = ("no worker", "the broker lost", "workers consume", "the job queue could not")
 
 
@@ -115,7 +141,7 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
     from django.db import OperationalError, close_old_connections
 
     from jobs.models import Job, JobEvent
-    from jobs.services.dispatch import LOST_BY_WORKER
+    from jobs.services.dispatch import LOST_BY_WORKER, RESENT
 
     span = args.jobs / args.rate
     chosen = [k for k in FAULTS if k in args.kinds.split(",")]
@@ -129,19 +155,61 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
     lock = threading.Lock()
     started = time.time()
 
+    def fill_slots() -> None:
+        """Jobs of 8 s on every slot, running, before the database goes."""
+        for _ in range(args.concurrency):
+            status, payload = stack.request("POST", "/api/v1/jobs/", {
+                "kind": "noop", "params": {"seconds": 8, "steps": 4}})  # fmt: skip
+            if status in (201, 202):
+                with lock:
+                    ids.append(payload["id"])
+        until = time.time() + 15
+        while time.time() < until:
+            close_old_connections()
+            with contextlib.suppress(OperationalError):
+                if Job.objects.filter(status="running").count() >= args.concurrency:
+                    return
+            time.sleep(0.2)
+
+    def running_child() -> psutil.Process | None:
+        """A pool child of the worker that is running a job: its zygote has a child."""
+        until = time.time() + 10
+        while time.time() < until:
+            with contextlib.suppress(psutil.Error):
+                for child in psutil.Process(stack.procs["worker"].pid).children():
+                    if any(z.children() for z in child.children()):
+                        return child
+            time.sleep(0.05)
+        return None
+
     def inject() -> None:
         for at, kind, down_s in schedule:
             time.sleep(max(0.0, started + at - time.time()))
+            if kind == "pg-long":
+                fill_slots()
             down = time.time()
-            if kind.startswith("redis"):
+            if kind == "child-sigkill":
+                child = running_child()
+                if child is not None:
+                    with contextlib.suppress(psutil.Error):
+                        child.kill()
+                    down = time.time()
+                    child_kills.append(down)
+                probe = None
+            elif kind == "control-sigkill":
+                stack.kill("control")
+                time.sleep(down_s)
+                probe = None
+                stack.spawn("control")
+            elif kind.startswith("redis"):
                 redis.stop(signal.SIGTERM if kind == "redis-sigterm" else signal.SIGKILL)
                 time.sleep(down_s)
                 probe = threading.Thread(target=first_answer, args=(redis_answers, found))
                 probe.start()
                 redis.start()
             elif kind.startswith("pg"):
-                pg.stop(kind.removeprefix("pg-"))
-                time.sleep(down_s)
+                pg.stop("fast" if kind == "pg-long" else kind.removeprefix("pg-"))
+                time.sleep(PG_LONG_S if kind == "pg-long" else down_s)
                 probe = threading.Thread(target=first_answer, args=(pg_answers, found))
                 probe.start()
                 pg.start()
@@ -157,6 +225,7 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
             outages.append({"kind": kind, "down": down, "started": restarted, "back": back})
 
     found: list[float] = []
+    child_kills: list[float] = []
 
     def first_answer(answers_now, into: list[float]) -> None:
         while not answers_now():
@@ -268,6 +337,40 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
             }
         )
 
+    # A pool child killed mid-job: its job ended by the worker's main process, seconds after.
+    child_lost = sorted(
+        r["finished_at"].timestamp()
+        for r in rows.values()
+        if r["status"] == "errored" and r["error"].startswith(CHILD_LOST) and r["finished_at"]
+    )
+    child_kill_ended = [
+        {"at_s": round(k - started, 1),
+         "job_ended_s": next((round(t - k, 2) for t in child_lost if t >= k), None)}
+        for k in child_kills
+    ]  # fmt: skip
+    # After each Redis restart: the messages the broker lost, sent again (seconds from back).
+    resends = sorted(
+        at.timestamp()
+        for at in JobEvent.objects.filter(job_id__in=ids, message__startswith=RESENT)
+        .values_list("created_at", flat=True)
+    )  # fmt: skip
+    redis_backlog = []
+    for o in outages:
+        if o["kind"].startswith("redis"):
+            after_back = [t - o["back"] for t in resends if o["back"] <= t <= o["back"] + 120]
+            redis_backlog.append({
+                "kind": o["kind"], "at_s": round(o["down"] - started, 1),
+                "resent": len(after_back),
+                "first_resent_s": round(min(after_back), 2) if after_back else None,
+                "last_resent_s": round(max(after_back), 2) if after_back else None,
+            })  # fmt: skip
+    # Every job here is a noop that succeeds unless a fault ended it on purpose ("worker
+    # lost": its worker or pool child was killed, and it is not run again by design).
+    should_have_retried = [
+        i for i, r in rows.items()
+        if r["status"] == "errored" and not r["error"].startswith("worker lost:")
+    ]  # fmt: skip
+
     recovery = []
     claims = sorted(r["started_at"].timestamp() for r in rows.values() if r["started_at"])
     ends = sorted(r["finished_at"].timestamp() for r in rows.values() if r["finished_at"])
@@ -313,6 +416,9 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
         "run_twice": len(run_twice),
         "stuck": len(stuck),
         "stuck_detail": stuck_detail,
+        "errored_should_have_retried": len(should_have_retried),
+        "pool_child_kills": child_kill_ended,
+        "redis_backlog_resent": redis_backlog,
         "rerun_after_fault": sum(1 for r in rows.values() if r["attempt"] > 1),
         "requests": len(answers),
         "http_5xx_while_down": len(down_5xx),
