@@ -366,9 +366,12 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
             })  # fmt: skip
     # Every job here is a noop that succeeds unless a fault ended it on purpose ("worker
     # lost": its worker or pool child was killed, and it is not run again by design).
+    on_purpose = (CHILD_LOST, "worker lost: bench")  # "... <worker> restarted while ..."
     should_have_retried = [
         i for i, r in rows.items()
-        if r["status"] == "errored" and not r["error"].startswith("worker lost:")
+        if r["status"] == "errored" and not (
+            r["error"].startswith(on_purpose) and ("restarted" in r["error"]
+                                                   or r["error"].startswith(CHILD_LOST)))
     ]  # fmt: skip
 
     recovery = []
@@ -417,6 +420,19 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
         "stuck": len(stuck),
         "stuck_detail": stuck_detail,
         "errored_should_have_retried": len(should_have_retried),
+        "errored_should_have_retried_detail": [
+            {
+                "id": i,
+                "error": rows[i]["error"][:400],
+                "events": [
+                    f"{at:%H:%M:%S.%f} {message[:200]}"
+                    for at, message in JobEvent.objects.filter(job_id=i)
+                    .order_by("id")
+                    .values_list("created_at", "message")[:12]
+                ],
+            }
+            for i in should_have_retried[:4]
+        ],
         "pool_child_kills": child_kill_ended,
         "redis_backlog_resent": redis_backlog,
         "rerun_after_fault": sum(1 for r in rows.values() if r["attempt"] > 1),

@@ -142,18 +142,31 @@ def held_by_workers(
     (scheduled), prefetched (reserved), running (active); None when they could not be
     asked. Asked in that order, so a task moving from one list to the next meanwhile is
     still seen (and a re-send would be harmless anyway)."""
+    held = held_by_each_worker(lists, workers)
+    return None if held is None else set().union(*held.values())
+
+
+def held_by_each_worker(
+    lists: tuple[str, ...], workers: list[str] | None = None
+) -> dict[str, set[str]] | None:
+    """What each worker that answered every list holds (a worker that answered late, on a
+    loaded host, is absent: not the same as one that holds nothing); None when the workers
+    could not be asked."""
     try:
         inspect = app.control.inspect(destination=workers, timeout=1.0)
-        replies = [getattr(inspect, name)() for name in lists]
+        replies = [getattr(inspect, name)() or {} for name in lists]
     except Exception:
         logger.warning("could not ask the workers what they hold", exc_info=True)
         return None
-    ids: set[str] = set()
-    for reply in replies:
-        for tasks in (reply or {}).values():
-            for task in tasks:
-                ids.add(str(task.get("id") or (task.get("request") or {}).get("id") or ""))
-    return ids
+    answered = set.intersection(*(set(reply) for reply in replies)) if replies else set()
+    return {
+        worker: {
+            str(task.get("id") or (task.get("request") or {}).get("id") or "")
+            for reply in replies
+            for task in reply[worker]
+        }
+        for worker in answered
+    }
 
 
 def broker_answers() -> bool:

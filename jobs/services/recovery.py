@@ -8,10 +8,11 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from config.broker import broker_started_at
 from jobs.choices import JobStatus
 from jobs.models import Job, JobEvent
 from jobs.services.cancel import revoke
-from jobs.services.dispatch import held_by_workers
+from jobs.services.dispatch import held_by_each_worker
 from jobs.services.submit import queue_for
 
 logger = logging.getLogger(__name__)
@@ -26,6 +27,14 @@ def reap_stuck_jobs() -> list[int]:
         status=JobStatus.RUNNING, heartbeat_at__lt=now - timedelta(seconds=running_grace)
     )
     answering = _answering_workers({job.worker for job in stale if job.worker})
+    if stale and (answering is None or (not answering and _broker_restarted_within(running_grace))):
+        # The broker cannot be asked, or came back so lately that no worker has reconnected
+        # yet: none would seem to answer, and every job whose heartbeat a database outage
+        # left stale was reaped as lost (a 45-s outage, then a Redis restart: 7 of 2,000
+        # jobs). Whether they are lost is told once the workers can answer again.
+        logger.warning("reaper: the workers cannot be asked yet; running jobs wait a round")
+        stale = Job.objects.none()
+        answering = set()
     # A task that hit a lost database waits out its retry's pause (2, 4 … 60 s, up to
     # ROCPATH_DB_RETRIES times) on its worker, scheduled, while its job stays running
     # without a heartbeat: after an outage longer than the grace every such job looked
@@ -35,14 +44,18 @@ def reap_stuck_jobs() -> list[int]:
     # while it waits for a slot, reserved (a 45-s outage reaped two such jobs when only
     # the scheduled ones were asked for). Not an active one: a retry that runs queues its
     # job again at once, so an active task whose job has not beaten for the grace is hung.
-    retrying = (
-        held_by_workers(("scheduled", "reserved"), sorted(answering)) or set()
+    held = (
+        held_by_each_worker(("scheduled", "reserved"), sorted(answering))
         if any(job.worker in answering for job in stale)
-        else set()
+        else {}
     )
     for job in stale:
         since = f"{job.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC"
-        if job.worker in answering and job.task_id and job.task_id in retrying:
+        if job.worker in answering and (held is None or job.worker not in held):
+            # What its worker holds could not be asked, or its reply came late (a loaded
+            # host, just after an outage: 4 of 2,000 jobs were reaped so): next round.
+            continue
+        if job.worker in answering and job.task_id and job.task_id in held[job.worker]:
             continue
         if job.worker and job.worker in answering:
             # The worker is alive but its task no longer beats: the task ended without
@@ -104,8 +117,9 @@ def _not_picked_up(job: Job, grace: int, consumed: set[str] | None) -> str:
     return f"no worker picked the job up within {grace} s (queue {queue!r}: is a worker on it?)"
 
 
-def _answering_workers(names: set[str]) -> set[str]:
-    """Those of the named workers that answer a ping now (a second at most)."""
+def _answering_workers(names: set[str]) -> set[str] | None:
+    """Those of the named workers that answer a ping now (a second at most); None when
+    they could not be asked (the broker is down): not the same as no answer."""
     if not names:
         return set()
     from config.celery import app
@@ -114,8 +128,18 @@ def _answering_workers(names: set[str]) -> set[str]:
         replies = app.control.ping(destination=sorted(names), timeout=1.0)
     except Exception:
         logger.warning("reaper: could not ping the workers", exc_info=True)
-        return set()
+        return None
     return {name for reply in replies for name in reply}
+
+
+def _broker_restarted_within(seconds: int) -> bool:
+    """Whether the broker's server started less than ``seconds`` ago (False where it
+    cannot say): its workers may still be reconnecting, and cannot answer a ping."""
+    try:
+        started = broker_started_at()
+    except Exception:
+        return False
+    return started is not None and timezone.now() - started < timedelta(seconds=seconds)
 
 
 def _consumed_queues() -> set[str] | None:

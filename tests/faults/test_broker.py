@@ -20,7 +20,7 @@ from results.models import Alert, AlertEvent, Delivery
 from teams.models import SourceSnapshot
 from teams.sources import tree_of
 from tests.archives import KERNEL, tar_bytes, tar_entry
-from tests.factories import make_project
+from tests.factories import make_job, make_project
 from tests.faults.conftest import start_worker
 from tests.waits import JOB_S, START_S
 from tests.workers import TERMINAL, wait_for_status, wait_until
@@ -153,6 +153,25 @@ def test_a_stale_job_on_a_worker_that_answers_is_not_called_worker_lost(
     error = Job.objects.get(pk=stale.pk).error
     assert error.startswith(f"the job stopped beating on {hostname} since"), error
     assert "still answers" in error and "worker lost" not in error
+
+
+def test_a_stale_job_is_not_called_lost_while_the_broker_is_down_or_before_workers_reconnect(
+    transactional_db, private_broker, team, settings
+):
+    """A 45-s database outage left heartbeats stale, then Redis restarted: the reaper could
+    ask no worker, took that for "does not answer", and reaped 7 of 2,000 jobs as lost."""
+    stale = make_job(team, status=JobStatus.RUNNING, worker="w1@gone", task_id="t1")
+    Job.objects.filter(pk=stale.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    settings.ROCPATH_RUNNING_GRACE_S = 60
+    private_broker.stop(signal.SIGKILL)
+    assert services.reap_stuck_jobs() == []  # the workers cannot be asked at all
+    private_broker.start()
+    assert services.reap_stuck_jobs() == []  # back 0 s ago: no worker has reconnected yet
+    assert Job.objects.get(pk=stale.pk).status == JobStatus.RUNNING
+    settings.ROCPATH_RUNNING_GRACE_S = 1
+    time.sleep(1.5)  # past the grace since the broker started: silence means lost now
+    assert services.reap_stuck_jobs() == [stale.pk]
+    assert Job.objects.get(pk=stale.pk).error.startswith("worker lost: no heartbeat from w1@gone")
 
 
 def test_a_running_job_whose_task_waits_out_a_database_retry_is_not_reaped(
