@@ -257,7 +257,10 @@ def test_a_jobs_processes_together_never_hold_more_than_its_memory_cap(tmp_path)
         watch.done.set()
         watch.join()
     assert watch.peak > 64 * MIB  # the sampler saw the job
-    assert watch.peak <= 512 * MIB, f"{watch.peak / MIB:.0f} MiB held at once"
+    # A sample reads the processes one after another, not at one instant: one read just
+    # before the OOM killer freed it and another read after growing into that room are
+    # both counted (CI saw 516 MiB once). 32 MiB of slack; without the cgroup: 1-1.5 GiB.
+    assert watch.peak <= 544 * MIB, f"{watch.peak / MIB:.0f} MiB held at once"
     assert outcome.oom_killed and outcome.memory_limit_mb == 512
 
 
