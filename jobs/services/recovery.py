@@ -33,8 +33,7 @@ def reap_stuck_jobs() -> list[int]:
         # left stale was reaped as lost (a 45-s outage, then a Redis restart: 7 of 2,000
         # jobs). Whether they are lost is told once the workers can answer again.
         logger.warning("reaper: the workers cannot be asked yet; running jobs wait a round")
-        stale = Job.objects.none()
-        answering = set()
+        stale, answering = [], set()
     # A task that hit a lost database waits out its retry's pause (2, 4 … 60 s, up to
     # ROCPATH_DB_RETRIES times) on its worker, scheduled, while its job stays running
     # without a heartbeat: after an outage longer than the grace every such job looked
@@ -51,13 +50,12 @@ def reap_stuck_jobs() -> list[int]:
     )
     for job in stale:
         since = f"{job.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC"
-        if job.worker in answering and (held is None or job.worker not in held):
-            # What its worker holds could not be asked, or its reply came late (a loaded
-            # host, just after an outage: 4 of 2,000 jobs were reaped so): next round.
-            continue
-        if job.worker in answering and job.task_id and job.task_id in held[job.worker]:
-            continue
-        if job.worker and job.worker in answering:
+        if job.worker in answering:
+            # None: what its worker holds could not be asked, or its reply came late (a
+            # loaded host, just after an outage: 4 of 2,000 jobs were reaped so).
+            mine = None if held is None else held.get(job.worker)
+            if mine is None or (job.task_id and job.task_id in mine):
+                continue  # told next round, or its task is the one retrying
             # The worker is alive but its task no longer beats: the task ended without
             # finishing the job (it raised, e.g. on a lost database), not the worker.
             reason = (

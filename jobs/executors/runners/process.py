@@ -26,6 +26,7 @@ from django.conf import settings
 from jobs.executors.base import ExecutorError, JobSpec, Outcome, Started
 from jobs.executors.outwatch import OutWatch
 from jobs.executors.sandbox import (
+    MIB,
     Limits,
     bwrap_argv,
     layout_for,
@@ -34,13 +35,11 @@ from jobs.executors.sandbox import (
     tools,
 )
 from stack import cgroup, seccomp
-from stack.cgroup import CgroupError, JobGroup
 from stack.tools import make_die_with_parent
 
 logger = logging.getLogger(__name__)
 
 KILL_GRACE_S = 5.0
-MIB = 1024 * 1024
 
 _die_with_parent = make_die_with_parent()  # libc loaded once, not in every child
 
@@ -86,7 +85,7 @@ class Runner(Started):
     _stopped_at: float | None = None  # when stop() sent SIGTERM
     _exited_at: float | None = None  # when the runner itself was seen gone
     _watch: OutWatch | None = None
-    memory_group: JobGroup | None = None  # the memory cgroup holding the job, where one does
+    memory_group: cgroup.JobGroup | None = None  # the memory cgroup holding the job, where one does
 
     def watch_out(self, spec: JobSpec) -> None:
         """Kill the runner's group the moment its out folder goes over its caps, as the
@@ -168,7 +167,7 @@ class Runner(Started):
             outcome.memory_limit_mb = group.limit // MIB
         try:
             group.remove()
-        except CgroupError as exc:
+        except cgroup.CgroupError as exc:
             logger.warning("job cgroup left behind: %s", exc)
 
 
@@ -257,7 +256,7 @@ class SandboxRunner(PopenRunner):
         spec: JobSpec,
         command: list[str],
         env: dict[str, str],
-        group: JobGroup | None = None,
+        group: cgroup.JobGroup | None = None,
     ) -> SandboxRunner:
         bwrap, setpriv = tools()
         if bwrap is None or setpriv is None:
