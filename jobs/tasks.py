@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 from typing import Any
 
 from billiard.einfo import ExceptionWithTraceback
@@ -22,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 DB_RETRY_BASE_S = 2  # then 4, 8, ... up to DB_RETRY_MAX_S, ROCPATH_DB_RETRIES times
 DB_RETRY_MAX_S = 60
+END_LOST_RETRY_S = 0.5  # how often a lost run's end is tried while the database is down
 
 
 class RunJobRequest(Request):
@@ -54,25 +57,57 @@ class RunJobRequest(Request):
         if job_id is None:
             return
         # This process's connection may have gone stale while it sat idle: one more try
-        # on a fresh one. Failing that, the reaper still ends the job after its grace.
+        # on a fresh one. Failing that the database is down: a thread of this process tries
+        # on until it is back, as the job's message put back cannot end the job (it finds it
+        # running under its own task id, and would queue it again) and the reaper waits out
+        # its grace (a child killed in a 3-s outage had its job ended 245 s later).
+        args = (int(job_id), self.id or "", self.hostname or "", how)
         for last in (False, True):
             try:
                 close_old_connections()
-                if services.end_lost_run(
-                    int(job_id), task_id=self.id or "", worker=self.hostname or "", how=how
-                ):
-                    logger.warning("job %s: its pool child was lost (%s): ended", job_id, how)
+                _end_lost(*args)
                 return
             except DATABASE_ERRORS:
-                if last:
-                    logger.exception(
-                        "job %s: could not end it after its pool child was lost", job_id
-                    )
-                    return
                 connections.close_all()
+                if last:
+                    logger.warning(
+                        "job %s: the database is down: its lost run is ended once it is back",
+                        job_id,
+                    )
+                    threading.Thread(
+                        target=_end_lost_when_back, args=args, daemon=True,
+                        name=f"end-lost-{job_id}",
+                    ).start()  # fmt: skip
             except Exception:
                 logger.exception("job %s: could not end it after its pool child was lost", job_id)
                 return
+
+
+def _end_lost(job_id: int, task_id: str, worker: str, how: str) -> None:
+    if services.end_lost_run(job_id, task_id=task_id, worker=worker, how=how):
+        logger.warning("job %s: its pool child was lost (%s): ended", job_id, how)
+
+
+def _end_lost_when_back(job_id: int, task_id: str, worker: str, how: str) -> None:
+    """Try every END_LOST_RETRY_S while the database is down, for the running grace at
+    most (the reaper's turn after that); the connection is this thread's, closed at the end."""
+    deadline = time.monotonic() + settings.ROCPATH_RUNNING_GRACE_S
+    try:
+        while True:
+            time.sleep(END_LOST_RETRY_S)
+            try:
+                _end_lost(job_id, task_id, worker, how)
+                return
+            except DATABASE_ERRORS:
+                connections.close_all()
+                if time.monotonic() >= deadline:
+                    logger.warning("job %s: the database stayed down: left to the reaper", job_id)
+                    return
+            except Exception:
+                logger.exception("job %s: could not end it after its pool child was lost", job_id)
+                return
+    finally:
+        connections.close_all()
 
 
 def _lost_how(exc: BaseException, *, cancelled: bool) -> str | None:

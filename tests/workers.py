@@ -207,6 +207,20 @@ def processes(match: Callable[[list[str]], bool]) -> dict[int, list[str]]:
     return found
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``: a worker's pool children, read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            if ppid == pid:
+                found.append(int(entry.name))
+    return found
+
+
 def group_alive(pgid: int) -> bool:
     """True while any process of the group is still there (zombies aside)."""
     try:

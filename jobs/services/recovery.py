@@ -38,13 +38,20 @@ def reap_stuck_jobs() -> list[int]:
     # ROCPATH_DB_RETRIES times) on its worker, scheduled, while its job stays running
     # without a heartbeat: after an outage longer than the grace every such job looked
     # stuck and was reaped, though its next try would have queued it again. Left alone
-    # while its live worker holds its task scheduled; once the retries are spent the task
-    # raises and the next round reaps it. Once its pause is over it is still the task's
-    # while it waits for a slot, reserved (a 45-s outage reaped two such jobs when only
-    # the scheduled ones were asked for). Not an active one: a retry that runs queues its
-    # job again at once, so an active task whose job has not beaten for the grace is hung.
+    # while its live worker holds its task; once the retries are spent the task raises
+    # and the next round reaps it. Once its pause is over it waits for a slot, reserved
+    # (a 45-s outage reaped two such jobs when only the scheduled ones were asked for),
+    # then runs, active. The lists are asked one after another, each over a 1-s timeout,
+    # in that order, so a task moving on meanwhile is still seen in a later one: asking
+    # for two, three retries that came due in a backlog of 250 went from reserved to
+    # active between the asks and were reaped as they ran (a soak, 3 of 2,008 jobs). An
+    # active task holds its job for one grace after it started: a retry that runs
+    # queues its job again at once, so one whose job has not beaten since is hung.
+    started_after = now.timestamp() - running_grace
     held = (
-        held_by_each_worker(("scheduled", "reserved"), sorted(answering))
+        held_by_each_worker(
+            ("scheduled", "reserved", "active"), sorted(answering), started_after=started_after
+        )
         if any(job.worker in answering for job in stale)
         else {}
     )

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import signal
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.utils import timezone
 
 from config.broker import task_ids_in_broker
+from config.celery import app
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job
 from jobs.services.dispatch import held_by_workers
-from jobs.services.submit import enqueue
+from jobs.services.submit import RUN_TASK, enqueue
 from results.models import Alert, AlertEvent, Delivery
 from teams.models import SourceSnapshot
 from teams.sources import tree_of
@@ -219,6 +224,49 @@ def test_a_running_job_whose_retry_came_due_and_waits_for_a_slot_is_not_reaped(
     settings.ROCPATH_RUNNING_GRACE_S = 60
     assert services.reap_stuck_jobs() == []
     assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
+
+
+def test_a_running_job_whose_retry_runs_while_the_reaper_asks_is_not_reaped(
+    fault_worker, private_broker, user, team, settings
+):
+    """The reaper asks a worker for one list after another, each over a 1-s timeout; in a
+    soak three retries that came due in a backlog went from reserved to running between
+    the asks, were found in neither list, and were reaped as they ran. Here the retry is
+    held running: its move of the job waits on a row lock the test holds."""
+    job = Job.objects.get(pk=_noop(user, team))
+    wait_for_status(job.pk, TERMINAL)
+    hostname = Job.objects.get(pk=job.pk).worker
+    # What the first try left: running on that worker, its last heartbeat before the outage.
+    task_id = str(uuid.uuid4())
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING,
+        worker=hostname,
+        task_id=task_id,
+        heartbeat_at=timezone.now() - timedelta(hours=1),
+    )
+    settings.ROCPATH_RUNNING_GRACE_S = 60
+    db = connection.settings_dict  # a connection of the test's own, to hold the lock
+    with psycopg.connect(
+        host=db["HOST"], port=db["PORT"], user=db["USER"], dbname=db["NAME"]
+    ) as lock:
+        lock.execute("SELECT 1 FROM jobs_job WHERE id = %s FOR UPDATE", (job.pk,))
+        app.send_task(
+            RUN_TASK,
+            args=[job.pk],
+            kwargs={"retry_of": "OperationalError: the server closed the connection"},
+            task_id=task_id,
+            queue=settings.CELERY_TASK_DEFAULT_QUEUE,
+        )
+        assert wait_until(lambda: task_id in (held_by_workers(("active",)) or ()), START_S)
+        reaper = ThreadPoolExecutor(1).submit(services.reap_stuck_jobs)
+        try:
+            # Before, the reaper took the job for stuck and waited on the lock to end it.
+            assert reaper.result(timeout=START_S) == []
+        finally:
+            lock.rollback()
+    job = wait_for_status(job.pk, TERMINAL, timeout=JOB_S)
+    assert job.status == JobStatus.SUCCEEDED, job.error  # the retry queued it again
+    assert job.attempt == 2, job.attempt
 
 
 def test_a_redis_sigkill_under_load_loses_no_job_and_runs_none_twice(

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +25,7 @@ import pytest
 
 from tests.faults.servers import PostgresCluster, RedisServer, free_port, port_answers
 from tests.waits import JOB_S, START_S
-from tests.workers import ROOT, Worker, group_alive, wait_until
+from tests.workers import ROOT, Worker, children_of, group_alive, wait_until
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
 
@@ -237,6 +240,41 @@ def test_a_postgres_restart_under_load_loses_no_job_runs_none_twice_and_serves_n
     ), pg_worker.log.read_text()[-3000:]
     orphans = [g for groups in starts.values() for g in groups if group_alive(g)]
     assert not orphans, f"runner process groups left behind: {orphans}"
+
+
+def test_a_pool_child_killed_while_postgres_is_down_has_its_job_ended_once_it_is_back(
+    stack: Stack,
+):
+    """The worker's main process ends a killed child's job at once (test_worker.py), but
+    not in an outage: it gave up, the message Celery put back found the job running under
+    its own task id and queued it again as a database loss, and a soak saw such a job end
+    245 s after the kill. Now the main process tries until the database answers."""
+    worker = stack.worker(f"pgfault-{uuid.uuid4().hex[:6]}", concurrency=1)
+    try:
+        job_id = stack.submit(seconds=60)
+        assert wait_until(lambda: _runner_starts(stack, [job_id])[job_id], START_S, 0.1)
+        (child,) = children_of(worker.proc.pid)  # one slot: the pool child running the job
+        stack.cluster.stop("fast")
+        os.kill(child, signal.SIGKILL)
+        worker.wait_for_log("exited with 'signal 9 (SIGKILL)'")
+        time.sleep(2)  # the outage goes on past the main process's first two tries
+        stack.cluster.start()
+        back = time.monotonic()
+
+        def ended() -> tuple | None:
+            rows = stack.rows(
+                "SELECT status, attempt, error FROM jobs_job WHERE id = %s AND status <> %s",
+                (job_id, "running"),
+            )
+            return rows[0] if rows else None
+
+        assert wait_until(ended, 5, 0.1), worker.log.read_text()[-3000:]
+        assert time.monotonic() - back <= 5
+        status, attempt, error = ended()
+        assert (status, attempt) == ("errored", 1), (status, attempt, error)
+        assert "was killed (signal 9 (SIGKILL)) mid-run" in error, error
+    finally:
+        worker.stop()
 
 
 # Token authentication is the first thing each of these reads from the database, so

@@ -6,7 +6,6 @@ import os
 import signal
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -17,22 +16,16 @@ from jobs.models import Job
 from jobs.services.submit import enqueue
 from tests.faults.conftest import start_worker
 from tests.waits import JOB_S
-from tests.workers import TERMINAL, group_alive, runner_group, wait_for_status, wait_until
+from tests.workers import (
+    TERMINAL,
+    children_of,
+    group_alive,
+    runner_group,
+    wait_for_status,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-            if ppid == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def test_a_pool_child_sigkilled_mid_job_ends_it_at_once_once_and_the_worker_runs_the_next(
@@ -51,7 +44,7 @@ def test_a_pool_child_sigkilled_mid_job_ends_it_at_once_once_and_the_worker_runs
         ).pk
         wait_for_status(job_id, {JobStatus.RUNNING})
         pgid = runner_group(job_id)
-        (child,) = _children(worker.proc.pid)  # one slot: the pool child running the job
+        (child,) = children_of(worker.proc.pid)  # one slot: the pool child running the job
         os.kill(child, signal.SIGKILL)
         killed_at = time.monotonic()
 
