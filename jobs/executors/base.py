@@ -93,6 +93,7 @@ class Outcome:
     pid: int | None = None  # the runner's process (group) id, where there is one
     oom_killed: bool = False  # the kernel killed it for exceeding its memory limit
     memory_limit_mb: int | None = None  # the limit it was held to, where one was set
+    memory_peak_mb: int | None = None  # the most its processes held together, where known
     image: str = ""  # the container image that ran, where one did
     image_digest: str = ""  # its content address (image id / repo digest)
     stderr_tail: list[str] = field(default_factory=list)
@@ -247,6 +248,12 @@ def _follow(started: Started, spec: JobSpec, hooks: ExecutionHooks) -> Outcome:
             hooks.heartbeat()
     started.wait(outcome)
     outcome.stderr_tail = list(tail)
+    if outcome.memory_peak_mb is not None:  # what to set a tighter limit from, or a larger
+        log(
+            hooks,
+            f"memory: its processes held at most {outcome.memory_peak_mb} MiB together "
+            f"(limit {outcome.memory_limit_mb} MiB)",
+        )
     return outcome
 
 

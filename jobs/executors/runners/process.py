@@ -162,9 +162,11 @@ class Runner(Started):
         group = self.memory_group
         if group is None:
             return
+        outcome.memory_limit_mb = group.limit // MIB
+        if (peak := group.peak()) is not None:
+            outcome.memory_peak_mb = -(-peak // MIB)  # rounded up: never under what it held
         if returncode != 0 and group.oom_kills():
             outcome.oom_killed = True
-            outcome.memory_limit_mb = group.limit // MIB
         try:
             group.remove()
         except cgroup.CgroupError as exc:
