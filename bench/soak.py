@@ -7,7 +7,12 @@ Redis SIGTERM or SIGKILL then started again, PostgreSQL `stop -m fast` / `-m imm
 then started, the worker's main process SIGKILLed and started again a second later (as
 make run or compose would); and issue 29's: a 45-s PostgreSQL outage with a job of 8 s
 running on every slot (pg-long), a pool child SIGKILLed while it runs a job (child-sigkill),
-the control worker SIGKILLed and started again (control-sigkill). At the end it reports:
+the control worker SIGKILLed and started again (control-sigkill), a Redis that loses a
+backlog (redis-backlog: every slot busy with a job of 20 s, the queue left to grow to 20
+messages or more, then Redis SIGKILLed and its AOF removed, as a Redis without
+persistence or with a lost volume would come back), and two hostile jobs: one writing
+400 MiB into out/ under a cap of OUT_CAP_MB (out-flood), one allocating 4 x 300 MiB
+under a memory cap of MEMORY_CAP_MB (memory-hog). At the end it reports:
 
   lost        submitted (an id came back) but never run: row missing, or reaped while
               pending/queued
@@ -22,8 +27,13 @@ the control worker SIGKILLed and started again (control-sigkill). At the end it 
   pool_child_kills
               per kill, seconds until its job was ended (goal <= 5)
   redis_backlog_resent
-              per Redis restart, the messages it lost sent again: how many, and the first
-              and last seconds after Redis answered again (goal <= 10)
+              per Redis restart, the jobs sent again because the broker no longer held
+              their message (LOST_BY_BROKER; not those a killed worker held): how many of
+              the backlog, and the first and last seconds after Redis answered (goal <= 10)
+  out_flood   per out-flood job: what its out folder held once it was killed, against
+              the cap (goal <= cap + 64 MiB), and its error
+  memory_hog  per memory-hog job: the most its processes held together (the kernel's
+              count, from the job's log), against the cap (goal <= cap), and its error
 
 "Back" is the first instant this script itself reaches the service again: a new
 PostgreSQL connection that runs `SELECT 1`, or a Redis `PING`, tried every 20 ms from
@@ -35,7 +45,8 @@ the moment the server was started again. The start command returning is not it
 Goal (issue 11): 0 lost, 0 run twice, 0 stuck, no 5xx once the database is back,
 recovery <= 10 s after the broker or database is back. Issue 29 adds: 0 errored that
 should have retried, a killed pool child's job ended <= 5 s after the kill, a Redis
-backlog resent <= 10 s after Redis is back.
+backlog resent <= 10 s after Redis is back, out-folder overshoot <= cap + 64 MiB, one
+job's total memory <= its cap.
 """
 
 from __future__ import annotations
@@ -72,8 +83,20 @@ FAULTS = [
     "pg-long",
     "child-sigkill",
     "control-sigkill",
+    "redis-backlog",
+    "out-flood",
+    "memory-hog",
 ]
 PG_LONG_S = 45
+BACKLOG = 20  # messages queued in Redis before redis-backlog kills it
+OUT_CAP_MB, MEMORY_CAP_MB = 64, 512  # the stack's ROCPATH_OUT_MAX_BYTES, _LOCAL_MEMORY_MB
+OUT_FLOOD = {"kind": "noop", "params": {"write_bytes": 400 * 1024**2}}
+MEMORY_HOG = {
+    "kind": "sandbox-check",
+    "params": {"action": "allocate-memory", "megabytes": 300, "processes": 4},
+}
+OUT_OVER = "the job was stopped: its out folder went over its cap"
+OUT_OF_MEMORY = "out of memory: the job went over its"
 GRACE_S, INTERVAL_S = 30, 5  # running grace and reaper / dispatcher interval of the stack
 REDISPATCH_S = 120  # ROCPATH_REDISPATCH_AFTER_S's default: a lost message is sent again then
 # How long the jobs may take to end after the last submission: the running grace, the
@@ -117,6 +140,8 @@ def main() -> None:
         "ROCPATH_QUEUED_GRACE_S": "600",
         "ROCPATH_REDISPATCH_AFTER_S": str(REDISPATCH_S),
         "ROCPATH_HEARTBEAT_S": "2",
+        "ROCPATH_OUT_MAX_BYTES": str(OUT_CAP_MB * 1024**2),
+        "ROCPATH_LOCAL_MEMORY_MB": str(MEMORY_CAP_MB),
         "LOG_LEVEL": args.log_level,
     }
     try:
@@ -141,7 +166,7 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
     from django.db import OperationalError, close_old_connections
 
     from jobs.models import Job, JobEvent
-    from jobs.services.dispatch import LOST_BY_WORKER, RESENT
+    from jobs.services.dispatch import LOST_BY_BROKER, LOST_BY_WORKER, RESENT
 
     span = args.jobs / args.rate
     chosen = [k for k in FAULTS if k in args.kinds.split(",")]
@@ -152,14 +177,15 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
     outages: list[dict] = []  # kind, down, started (command returned), back (epoch seconds)
     answers: list[tuple[float, float, int, str]] = []  # sent, answered, status, body head
     ids: list[int] = []
+    hostile: dict[str, list[int]] = {"out-flood": [], "memory-hog": []}
     lock = threading.Lock()
     started = time.time()
 
-    def fill_slots() -> None:
-        """Jobs of 8 s on every slot, running, before the database goes."""
+    def fill_slots(seconds: float = 8) -> None:
+        """Jobs of ``seconds`` on every slot, running, before the database or broker goes."""
         for _ in range(args.concurrency):
             status, payload = stack.request("POST", "/api/v1/jobs/", {
-                "kind": "noop", "params": {"seconds": 8, "steps": 4}})  # fmt: skip
+                "kind": "noop", "params": {"seconds": seconds, "steps": 4}})  # fmt: skip
             if status in (201, 202):
                 with lock:
                     ids.append(payload["id"])
@@ -182,13 +208,42 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
             time.sleep(0.05)
         return None
 
+    def queued_in_redis() -> int:
+        with contextlib.suppress(RedisError):
+            return int(Redis.from_url(redis.url, socket_timeout=1).llen(stack.queue))
+        return 0
+
     def inject() -> None:
         for at, kind, down_s in schedule:
             time.sleep(max(0.0, started + at - time.time()))
             if kind == "pg-long":
                 fill_slots()
+            backlog = None
+            if kind == "redis-backlog":
+                fill_slots(20)
+                until = time.time() + 15  # the submissions go on meanwhile, at --rate
+                while queued_in_redis() < BACKLOG and time.time() < until:
+                    time.sleep(0.1)
+                backlog = queued_in_redis()
             down = time.time()
-            if kind == "child-sigkill":
+            if kind in hostile:
+                status, payload = stack.request(
+                    "POST", "/api/v1/jobs/", OUT_FLOOD if kind == "out-flood" else MEMORY_HOG
+                )
+                if status in (201, 202):
+                    with lock:
+                        hostile[kind].append(payload["id"])
+                        ids.append(payload["id"])
+                probe = None
+            elif kind == "redis-backlog":
+                redis.stop(signal.SIGKILL)
+                for left in redis.folder.glob("appendonly*"):  # what it had kept: gone
+                    shutil.rmtree(left) if left.is_dir() else left.unlink()
+                time.sleep(down_s)
+                probe = threading.Thread(target=first_answer, args=(redis_answers, found))
+                probe.start()
+                redis.start()
+            elif kind == "child-sigkill":
                 child = running_child()
                 if child is not None:
                     with contextlib.suppress(psutil.Error):
@@ -222,7 +277,8 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
             if probe is not None:
                 probe.join()
             back = found.pop() if probe is not None else restarted
-            outages.append({"kind": kind, "down": down, "started": restarted, "back": back})
+            outages.append({"kind": kind, "down": down, "started": restarted, "back": back,
+                            "backlog": backlog})  # fmt: skip
 
     found: list[float] = []
     child_kills: list[float] = []
@@ -351,28 +407,52 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
     # After each Redis restart: the messages the broker lost, sent again (seconds from back).
     resends = sorted(
         at.timestamp()
-        for at in JobEvent.objects.filter(job_id__in=ids, message__startswith=RESENT)
-        .values_list("created_at", flat=True)
+        for at in JobEvent.objects.filter(
+            job_id__in=ids, message__startswith=RESENT, message__contains=LOST_BY_BROKER[:40]
+        ).values_list("created_at", flat=True)
     )  # fmt: skip
     redis_backlog = []
-    for o in outages:
-        if o["kind"].startswith("redis"):
-            after_back = [t - o["back"] for t in resends if o["back"] <= t <= o["back"] + 120]
-            redis_backlog.append({
-                "kind": o["kind"], "at_s": round(o["down"] - started, 1),
-                "resent": len(after_back),
-                "first_resent_s": round(min(after_back), 2) if after_back else None,
-                "last_resent_s": round(max(after_back), 2) if after_back else None,
-            })  # fmt: skip
+    restarts = [o for o in outages if o["kind"].startswith("redis")]
+    for o, then in zip(restarts, [*restarts[1:], None], strict=True):
+        until = o["back"] + 120 if then is None else min(o["back"] + 120, then["down"])
+        after_back = [t - o["back"] for t in resends if o["back"] <= t <= until]
+        redis_backlog.append({
+            "kind": o["kind"], "at_s": round(o["down"] - started, 1),
+            "queued_in_redis": o["backlog"], "resent": len(after_back),
+            "first_resent_s": round(min(after_back), 2) if after_back else None,
+            "last_resent_s": round(max(after_back), 2) if after_back else None,
+        })  # fmt: skip
     # Every job here is a noop that succeeds unless a fault ended it on purpose ("worker
     # lost": its worker or pool child was killed, and it is not run again by design).
     on_purpose = (CHILD_LOST, "worker lost: bench")  # "... <worker> restarted while ..."
+    hostile_ids = {i for found in hostile.values() for i in found}
     should_have_retried = [
         i for i, r in rows.items()
-        if r["status"] == "errored" and not (
+        if r["status"] == "errored" and i not in hostile_ids and not (
             r["error"].startswith(on_purpose) and ("restarted" in r["error"]
                                                    or r["error"].startswith(CHILD_LOST)))
     ]  # fmt: skip
+    # The hostile jobs: stopped by their caps, with what they held then.
+    out_flood = []
+    for i in hostile["out-flood"]:
+        error = (rows.get(i) or {}).get("error", "")
+        held = error.rsplit("; ", 1)[-1].split()[0] if "by the time it was killed" in error else ""
+        out_flood.append({
+            "job": i, "status": (rows.get(i) or {}).get("status"),
+            "held_mib": round(int(held) / 1024**2, 1) if held.isdigit() else None,
+            "cap_mib": OUT_CAP_MB, "error": error[:300],
+        })  # fmt: skip
+    memory_hog = []
+    for i in hostile["memory-hog"]:
+        logged = JobEvent.objects.filter(
+            job_id=i, message__startswith="memory: its processes held at most"
+        ).values_list("message", flat=True)
+        peak = next(iter(logged), "").removeprefix("memory: its processes held at most ")
+        memory_hog.append({
+            "job": i, "status": (rows.get(i) or {}).get("status"),
+            "peak_mib": int(peak.split()[0]) if peak[:1].isdigit() else None,
+            "cap_mib": MEMORY_CAP_MB, "error": (rows.get(i) or {}).get("error", "")[:300],
+        })  # fmt: skip
 
     recovery = []
     claims = sorted(r["started_at"].timestamp() for r in rows.values() if r["started_at"])
@@ -435,6 +515,8 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
         ],
         "pool_child_kills": child_kill_ended,
         "redis_backlog_resent": redis_backlog,
+        "out_flood": out_flood,
+        "memory_hog": memory_hog,
         "rerun_after_fault": sum(1 for r in rows.values() if r["attempt"] > 1),
         "requests": len(answers),
         "http_5xx_while_down": len(down_5xx),
