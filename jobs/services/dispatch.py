@@ -147,12 +147,12 @@ def held_by_workers(
 
 
 def held_by_each_worker(
-    lists: tuple[str, ...], workers: list[str] | None = None, started_after: float | None = None
-) -> dict[str, set[str]] | None:
-    """What each worker that answered every list holds (a worker that answered late, on a
-    loaded host, is absent: not the same as one that holds nothing); None when the workers
-    could not be asked. ``started_after`` (epoch seconds): a running task that started
-    before it is not counted."""
+    lists: tuple[str, ...], workers: list[str] | None = None
+) -> dict[str, dict[str, float | None]] | None:
+    """What each worker that answered every list holds: task id -> when it started running
+    (epoch seconds; None while it waits). A worker that answered late, on a loaded host,
+    is absent: not the same as one that holds nothing. None when the workers could not be
+    asked."""
     try:
         inspect = app.control.inspect(destination=workers, timeout=1.0)
         replies = [getattr(inspect, name)() or {} for name in lists]
@@ -160,17 +160,13 @@ def held_by_each_worker(
         logger.warning("could not ask the workers what they hold", exc_info=True)
         return None
     answered = set.intersection(*(set(reply) for reply in replies)) if replies else set()
-
-    def counted(task: dict) -> bool:
-        began = task.get("time_start")
-        return started_after is None or not began or began >= started_after
-
     return {
         worker: {
-            str(task.get("id") or (task.get("request") or {}).get("id") or "")
+            str(task.get("id") or (task.get("request") or {}).get("id") or ""): task.get(
+                "time_start"
+            )
             for reply in replies
             for task in reply[worker]
-            if counted(task)
         }
         for worker in answered
     }

@@ -39,37 +39,47 @@ def reap_stuck_jobs() -> list[int]:
     # without a heartbeat: after an outage longer than the grace every such job looked
     # stuck and was reaped, though its next try would have queued it again. Left alone
     # while its live worker holds its task; once the retries are spent the task raises
-    # and the next round reaps it. Once its pause is over it waits for a slot, reserved
-    # (a 45-s outage reaped two such jobs when only the scheduled ones were asked for),
-    # then runs, active. The lists are asked one after another, each over a 1-s timeout,
-    # in that order, so a task moving on meanwhile is still seen in a later one: asking
+    # and the next round finds it gone. Once its pause is over it waits for a slot,
+    # reserved (a 45-s outage reaped two such jobs when only the scheduled ones were asked
+    # for), then runs, active. The lists are asked one after another, each over a 1-s
+    # timeout, in that order, so a task moving on meanwhile is seen in a later one: asking
     # for two, three retries that came due in a backlog of 250 went from reserved to
-    # active between the asks and were reaped as they ran (a soak, 3 of 2,008 jobs). An
-    # active task holds its job for one grace after it started: a retry that runs
-    # queues its job again at once, so one whose job has not beaten since is hung.
-    started_after = now.timestamp() - running_grace
+    # active between the asks and were reaped as they ran (a soak, 3 of 2,008 jobs).
     held = (
-        held_by_each_worker(
-            ("scheduled", "reserved", "active"), sorted(answering), started_after=started_after
-        )
+        held_by_each_worker(("scheduled", "reserved", "active"), sorted(answering))
         if any(job.worker in answering for job in stale)
         else {}
     )
+    started_after = now.timestamp() - running_grace
     for job in stale:
         since = f"{job.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC"
         if job.worker in answering:
             # None: what its worker holds could not be asked, or its reply came late (a
             # loaded host, just after an outage: 4 of 2,000 jobs were reaped so).
             mine = None if held is None else held.get(job.worker)
-            if mine is None or (job.task_id and job.task_id in mine):
-                continue  # told next round, or its task is the one retrying
-            # The worker is alive but its task no longer beats: the task ended without
-            # finishing the job (it raised, e.g. on a lost database), not the worker.
-            reason = (
-                f"the job stopped beating on {job.worker} since {since}, and that worker still "
-                "answers: its task ended without finishing the job (a database or broker "
-                f"error? see the worker's log); reaped after {running_grace} s"
-            )
+            if mine is None:
+                continue
+            if job.task_id and job.task_id in mine:
+                began = mine[job.task_id]
+                if began is None or began >= started_after:
+                    continue  # waiting its turn, or a retry that just started: it queues it
+                # Running for a grace and more with no heartbeat: the task is hung.
+                reason = (
+                    f"the job stopped beating on {job.worker} since {since}, and its task "
+                    f"still runs there: hung (reaped after {running_grace} s; see the "
+                    "worker's log)"
+                )
+            else:
+                # Its worker lives but holds its task no more: the task ended without
+                # finishing the job (its database retries spent), or the worker dropped
+                # the retry it held when its broker connection was lost (Celery clears
+                # what a consumer held; Redis gives the message back only after its
+                # visibility timeout, hours away). Either way nothing runs it: its runner
+                # stops with the task. Queued again while it has attempts left; a soak
+                # lost 8 of 2,000 jobs to a Redis restart during a database outage so.
+                if _run_again(job, since, running_grace):
+                    reaped.append(job.pk)
+                continue
         else:
             reason = (
                 f"worker lost: no heartbeat from {job.worker or 'its worker'} since {since}, "
@@ -99,6 +109,21 @@ def reap_stuck_jobs() -> list[int]:
     if reaped:
         logger.warning("reaped stuck jobs: %s", reaped)
     return reaped
+
+
+def _run_again(job: Job, since: str, grace: int) -> bool:
+    """Queue again (or end, its attempts spent) a job whose task its live worker no longer
+    holds; True when it moved."""
+    from jobs.executors.base import ExecutorError
+    from jobs.services.run import retry_or_fail
+
+    cause = (
+        f"the job stopped beating on {job.worker} since {since}, and that worker still "
+        f"answers but no longer holds its task (ended by a database error, or dropped with "
+        f"its broker connection; found after {grace} s)"
+    )
+    moved = retry_or_fail(job, ExecutorError(cause, permanent=False))
+    return not moved.startswith("ended elsewhere")
 
 
 def _not_picked_up(job: Job, grace: int, consumed: set[str] | None) -> str:

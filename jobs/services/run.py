@@ -186,7 +186,7 @@ def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = 
         return "gone"
     if job.status == JobStatus.RUNNING and retry_of and task_id and job.task_id == task_id:
         cause = f"the database connection was lost while the job ran ({retry_of})"
-        return _retry_or_fail(job, ExecutorError(cause, permanent=False))
+        return retry_or_fail(job, ExecutorError(cause, permanent=False))
     if job.status == JobStatus.RUNNING:
         return _redelivered(job)
     if job.status != JobStatus.QUEUED:
@@ -230,7 +230,7 @@ def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = 
             outcome = get_executor(executor_name).run(spec, hooks)
     except ExecutorError as exc:
         hooks.close()
-        return _retry_or_fail(job, exc)
+        return retry_or_fail(job, exc)
     except DATABASE_ERRORS:
         raise  # the task tries again (jobs.tasks.run_job); ending the job here lost it
     except Exception as exc:
@@ -260,7 +260,7 @@ def registered_model(job: Job) -> Path | None:
         raise ExecutorError(f"registered model: {exc}", permanent=True) from None
 
 
-def _retry_or_fail(job: Job, error: ExecutorError) -> str:
+def retry_or_fail(job: Job, error: ExecutorError) -> str:
     """Queue the job again after a pause when its executor's error may pass (an engine
     that did not answer) and it has attempts left; else end it errored with the error.
 

@@ -10,7 +10,7 @@ from config.celery import app
 from jobs import services
 from jobs.choices import EventKind, JobStatus
 from jobs.executors import ExecutorError
-from jobs.services.run import MAX_ATTEMPTS, RETRY_DELAYS_S, _retry_or_fail
+from jobs.services.run import MAX_ATTEMPTS, RETRY_DELAYS_S, retry_or_fail
 from tests.factories import make_job
 
 ENGINE_DOWN = "unix:///nonexistent/rocpath-test-docker.sock"
@@ -75,7 +75,7 @@ def test_a_job_canceled_while_it_ran_is_not_queued_again(
     job.claim("w@h")
     job.request_cancel()
     error = ExecutorError("the engine went away", permanent=False)
-    assert _retry_or_fail(job, error) == "errored"
+    assert retry_or_fail(job, error) == "errored"
     job.refresh_from_db()
     assert job.status == JobStatus.ERRORED and sent == []
 
