@@ -2,7 +2,8 @@
 
 A private PostgreSQL cluster and a private Redis (AOF, as containers/compose.yaml runs
 it; tests/faults/servers.py) carry a BenchStack with a job worker, a control worker and
-beat. Jobs are submitted at a steady rate; faults come at times drawn from a seeded RNG:
+beat. Jobs are submitted at a steady rate; faults come at times drawn from a seeded RNG,
+each at least FAULT_GAP_S after the one before it is over:
 Redis SIGTERM or SIGKILL then started again, PostgreSQL `stop -m fast` / `-m immediate`
 then started, the worker's main process SIGKILLed and started again a second later (as
 make run or compose would); and issue 29's: a 45-s PostgreSQL outage with a job of 8 s
@@ -88,6 +89,9 @@ FAULTS = [
     "memory-hog",
 ]
 PG_LONG_S = 45
+# Each fault waits this long after the one before it is over: stacked faults (a Redis
+# restart 3 s after a 45-s outage) made one's recovery look like another's.
+FAULT_GAP_S = 20
 BACKLOG = 20  # messages queued in Redis before redis-backlog kills it
 OUT_CAP_MB, MEMORY_CAP_MB = 64, 512  # the stack's ROCPATH_OUT_MAX_BYTES, _LOCAL_MEMORY_MB
 OUT_FLOOD = {"kind": "noop", "params": {"write_bytes": 400 * 1024**2}}
@@ -214,8 +218,9 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
         return 0
 
     def inject() -> None:
+        free_at = 0.0  # the last fault's service back, plus FAULT_GAP_S
         for at, kind, down_s in schedule:
-            time.sleep(max(0.0, started + at - time.time()))
+            time.sleep(max(0.0, started + at - time.time(), free_at - time.time()))
             if kind == "pg-long":
                 fill_slots()
             backlog = None
@@ -279,6 +284,7 @@ def soak(stack: BenchStack, pg: PostgresCluster, redis: RedisServer, rng, args) 
             back = found.pop() if probe is not None else restarted
             outages.append({"kind": kind, "down": down, "started": restarted, "back": back,
                             "backlog": backlog})  # fmt: skip
+            free_at = back + FAULT_GAP_S
 
     found: list[float] = []
     child_kills: list[float] = []

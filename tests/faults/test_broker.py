@@ -166,8 +166,8 @@ def test_a_stale_job_whose_task_its_live_worker_no_longer_holds_is_queued_again(
 ):
     """A worker whose broker connection drops forgets the retries it held (Celery clears a
     consumer's timer), and Redis gives them back only after its visibility timeout: in a
-    soak, a Redis restart during a database outage left 8 of 2,000 jobs running with
-    nobody on them, and the reaper ended them errored. Nothing runs such a job (its
+    soak, a Redis restart while 8 jobs' retries waited out a database outage left them running with
+    nobody on them (of 2,020), and the reaper ended them errored. Nothing runs such a job (its
     runner stops with its task): it is queued again while it has attempts left."""
     job = Job.objects.get(pk=_noop(user, team))
     wait_for_status(job.pk, TERMINAL)
