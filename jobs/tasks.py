@@ -18,6 +18,7 @@ from django.db import close_old_connections, connections
 
 from jobs import services
 from jobs.services.ingest import DATABASE_ERRORS
+from jobs.services.run import LostMidRun
 from jobs.services.schedules import fire_due_schedules
 
 logger = logging.getLogger(__name__)
@@ -147,18 +148,22 @@ def run_job(self, job_id: int, retry_of: str = "") -> str:
             task_id=self.request.id or "",
             retry_of=retry_of,
         )
-    except DATABASE_ERRORS as exc:
+    except (*DATABASE_ERRORS, LostMidRun) as exc:
         # A lost database (a restart, a dropped connection) must not leave the job queued
         # or running with nobody on it: try this task again once the database may be back,
-        # telling the next try what happened. task_prerun drops the broken connection.
+        # telling the next try when this one (or one before it) had claimed the job.
+        # task_prerun drops the broken connection.
         retries = self.request.retries
         if retries >= settings.ROCPATH_DB_RETRIES:
             raise
+        cause = exc.cause if isinstance(exc, LostMidRun) else exc
+        if isinstance(exc, LostMidRun) and not retry_of:
+            retry_of = str(exc)[:500]
         delay = min(DB_RETRY_BASE_S * 2**retries, DB_RETRY_MAX_S)
-        logger.warning("job %s: database error, trying again in %s s: %s", job_id, delay, exc)
+        logger.warning("job %s: database error, trying again in %s s: %s", job_id, delay, cause)
         raise self.retry(
             args=[job_id],
-            kwargs={"retry_of": f"{type(exc).__name__}: {exc}"[:500]},
+            kwargs={"retry_of": retry_of},
             countdown=delay,
             max_retries=settings.ROCPATH_DB_RETRIES,
         ) from exc

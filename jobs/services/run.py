@@ -174,12 +174,24 @@ def _number(value: Any, default: float) -> float:
         return default
 
 
+class LostMidRun(Exception):
+    """The database went away after this try had claimed its job: the next try of the task
+    finds the job running under its own id and queues it again (jobs.tasks)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+
+
 def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = "") -> str:
     """Claim and run one job; returns what happened, for the task's log line.
 
-    ``retry_of``: the error the previous try of this same task raised (the task is tried
-    again on a lost database, jobs.tasks): a job that try had claimed is still "running"
-    under this task id, its runner stopped, and is queued again with that cause.
+    ``retry_of``: the error with which an earlier try of this same task lost the database
+    after it had claimed the job (LostMidRun; the task is tried again, jobs.tasks): the job
+    is still "running" under this task id, its runner stopped, and is queued again with that
+    cause. A try that lost the database before it claimed anything passes none on: the
+    message Celery puts back when a pool child is killed, say, must not take the job the
+    killed child ran for its own, and run it again (the worker's main process ends it).
     """
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
@@ -194,6 +206,13 @@ def execute_job(job_id: int, *, worker: str, task_id: str = "", retry_of: str = 
     executor_name = resolve_executor()  # cached per process
     if not job.claim(worker, task_id=task_id, executor=executor_name):
         return "skipped: claimed elsewhere, or sent again under another task id"
+    try:
+        return _run_claimed(job, worker, executor_name)
+    except DATABASE_ERRORS as exc:
+        raise LostMidRun(exc) from exc
+
+
+def _run_claimed(job: Job, worker: str, executor_name: str) -> str:
     folder = job_dir(job.pk)
     spec = JobSpec(
         job_id=job.pk,
