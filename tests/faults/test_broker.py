@@ -297,6 +297,29 @@ def test_a_running_job_whose_retry_runs_while_the_reaper_asks_is_not_reaped(
     assert job.attempt == 2, job.attempt
 
 
+def _dispatch_seen(resent: set[int], waiting: set[int], queue: str) -> dict:
+    """What the dispatcher had to go on, for a backlog it did not send again (CI saw it
+    twice, never a run here)."""
+    from config.broker import broker_started_at
+    from jobs.services.dispatch import broker_answers
+
+    return {
+        "resent": resent,
+        "waiting": waiting,
+        "broker_answers": broker_answers(),
+        "broker_started_at": broker_started_at(),
+        "now": timezone.now(),
+        "held": task_ids_in_broker({queue}),
+        "transport": app.conf.broker_transport,
+        "read_url": app.conf.broker_read_url,
+        "jobs": list(
+            Job.objects.filter(pk__in=waiting).values_list(
+                "status", "queued_at", "task_id", "queue"
+            )
+        ),
+    }
+
+
 def test_a_redis_sigkill_under_load_loses_no_job_and_runs_none_twice(
     fault_worker, private_broker, user, team, settings
 ):
@@ -320,7 +343,9 @@ def test_a_redis_sigkill_under_load_loses_no_job_and_runs_none_twice(
     # Within one interval (a first dispatch on a pooled connection Redis' restart broke
     # finds nothing it can ask: CI saw it once), not ROCPATH_REDISPATCH_AFTER_S.
     back = time.monotonic()
-    assert len(waiting) == 4 and wait_until(backlog_resent, 10, 1), (resent, waiting)
+    assert len(waiting) == 4 and wait_until(backlog_resent, 10, 1), _dispatch_seen(
+        resent, waiting, settings.CELERY_TASK_DEFAULT_QUEUE
+    )
     print(f"backlog sent again {time.monotonic() - back:.1f} s after Redis was back")
 
     def all_ended() -> bool:
