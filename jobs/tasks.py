@@ -57,31 +57,23 @@ class RunJobRequest(Request):
         job_id = self.args[0] if self.args else self.kwargs.get("job_id")
         if job_id is None:
             return
-        # This process's connection may have gone stale while it sat idle: one more try
-        # on a fresh one. Failing that the database is down: a thread of this process tries
-        # on until it is back, as the job's message put back cannot end the job (it finds it
-        # running under its own task id, and would queue it again) and the reaper waits out
-        # its grace (a child killed in a 3-s outage had its job ended 245 s later).
+        # The database may be down (or this process's connection stale after sitting
+        # idle): then a thread of this process tries on, on fresh connections, until it
+        # answers. The job's message put back cannot end the job (it finds it running
+        # under its own task id), and the reaper waits out its grace (a child killed in a
+        # 3-s outage had its job ended 245 s later).
         args = (int(job_id), self.id or "", self.hostname or "", how)
-        for last in (False, True):
-            try:
-                close_old_connections()
-                _end_lost(*args)
-                return
-            except DATABASE_ERRORS:
-                connections.close_all()
-                if last:
-                    logger.warning(
-                        "job %s: the database is down: its lost run is ended once it is back",
-                        job_id,
-                    )
-                    threading.Thread(
-                        target=_end_lost_when_back, args=args, daemon=True,
-                        name=f"end-lost-{job_id}",
-                    ).start()  # fmt: skip
-            except Exception:
-                logger.exception("job %s: could not end it after its pool child was lost", job_id)
-                return
+        try:
+            close_old_connections()
+            _end_lost(*args)
+        except DATABASE_ERRORS:
+            connections.close_all()
+            logger.warning("job %s: no database: its lost run is ended once it answers", job_id)
+            threading.Thread(
+                target=_end_lost_when_back, args=args, daemon=True, name=f"end-lost-{job_id}"
+            ).start()
+        except Exception:
+            logger.exception("job %s: could not end it after its pool child was lost", job_id)
 
 
 def _end_lost(job_id: int, task_id: str, worker: str, how: str) -> None:

@@ -42,9 +42,10 @@ def reap_stuck_jobs() -> list[int]:
     # and the next round finds it gone. Once its pause is over it waits for a slot,
     # reserved (a 45-s outage reaped two such jobs when only the scheduled ones were asked
     # for), then runs, active. The lists are asked one after another, each over a 1-s
-    # timeout, in that order, so a task moving on meanwhile is seen in a later one: asking
-    # for two, three retries that came due in a backlog of 250 went from reserved to
-    # active between the asks and were reaped as they ran (a soak, 3 of 2,008 jobs).
+    # timeout, in that order, so a task moving on meanwhile is seen in a later one. Asked
+    # for scheduled and reserved only, three retries that came due in a backlog of 250
+    # went from reserved to active between the asks and were reaped as they ran (a soak,
+    # 3 of 2,008 jobs).
     held = (
         held_by_each_worker(("scheduled", "reserved", "active"), sorted(answering))
         if any(job.worker in answering for job in stale)
@@ -76,7 +77,7 @@ def reap_stuck_jobs() -> list[int]:
                 # what a consumer held; Redis gives the message back only after its
                 # visibility timeout, hours away). Either way nothing runs it: its runner
                 # stops with the task. Queued again while it has attempts left; a soak
-                # lost 8 of 2,000 jobs to a Redis restart during a database outage so.
+                # lost 8 of 2,020 jobs so, to a Redis restart while their retries waited.
                 if _run_again(job, since, running_grace):
                     reaped.append(job.pk)
                 continue

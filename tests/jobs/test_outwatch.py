@@ -40,6 +40,9 @@ def test_a_write_in_out_or_in_a_folder_made_there_ends_the_wait_at_once(tmp_path
     try:
         (tmp_path / "deep").mkdir()
         writes.wait(0)  # the folder made is watched from here on
+        started = time.monotonic()
+        writes.wait(0.3)  # nothing written: the wait runs its course
+        assert time.monotonic() - started >= 0.25
         for target in (tmp_path / "a.bin", tmp_path / "deep" / "b.bin"):
             writer = threading.Timer(0.2, target.write_bytes, args=(b"x" * 4096,))
             writer.start()
